@@ -1,0 +1,28 @@
+"""Serve the pinned KaTeX build from the site itself (no CDN).
+
+KaTeX comes from npm (package.json pins it). Its files are added to the build as
+generated files under ``assets/katex/``, so ``mkdocs build`` writes them and
+``mkdocs serve`` serves them like any page asset.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File, Files
+
+KATEX_DIST = Path("node_modules/katex/dist")
+KATEX_FILES = ["katex.min.js", "katex.min.css", "contrib/auto-render.min.js"]
+
+
+def on_files(files: Files, config) -> Files:
+    root = Path(config["config_file_path"]).parent
+    dist = root / KATEX_DIST
+    if not (dist / "katex.min.js").is_file():
+        raise PluginError(f"KaTeX not found at {dist}: run `npm ci` (or `make setup`) first.")
+    wanted = [dist / name for name in KATEX_FILES] + sorted((dist / "fonts").glob("*.woff2"))
+    for path in wanted:
+        uri = "assets/katex/" + path.relative_to(dist).as_posix()
+        files.append(File.generated(config, uri, abs_src_path=str(path)))
+    return files
