@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 
-MARKER = re.compile(r"^(?P<indent>[ \t]*)<!--pytest-codeblocks:(?P<kind>cont|expected-output)-->[ \t]*$", re.M)
+MARKER = re.compile(
+    r"^(?P<indent>[ \t]*)<!--pytest-codeblocks:(?P<kind>cont|expected-output)-->[ \t]*$", re.M
+)
 LABELS = {
     "cont": '<p class="rn-cont">Continues the code above: run that block first.</p>',
     "expected-output": '<p class="rn-output">Output</p>',

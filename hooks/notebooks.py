@@ -27,7 +27,7 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import Files
 
 log = logging.getLogger("mkdocs.hooks.notebooks")
 
@@ -36,12 +36,10 @@ NOTEBOOK_GLOB = "notebooks/*.py"
 SNIPPET_NAME = re.compile(r"\bsnippets[./]([A-Za-z_]\w*)")
 CELL_TIMEOUT_S = 600
 
-_used: set[Path] = set()
+ROOT = Path(__file__).resolve().parent.parent  # the repository
+
+_used: dict[str, Path] = {}  # notebook name -> its executed copy in this build
 _stylesheets: dict[str, str] = {}
-
-
-def _root(config) -> Path:
-    return Path(config["config_file_path"]).parent
 
 
 def cache_key(notebook: Path, root: Path) -> str:
@@ -67,7 +65,11 @@ def execute(notebook: Path, root: Path, target: Path) -> float:
     from nbclient.exceptions import CellExecutionError
 
     nb = jupytext.read(notebook)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     client = NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,
@@ -91,7 +93,7 @@ def execute(notebook: Path, root: Path, target: Path) -> float:
 
 @event_priority(-50)  # after mkdocs-jupyter has wrapped the notebook files
 def on_files(files: Files, config) -> Files:
-    root = _root(config)
+    root = ROOT
     _used.clear()
     for file in list(files):
         if not Path(file.src_uri).match(NOTEBOOK_GLOB):
@@ -104,7 +106,7 @@ def on_files(files: Files, config) -> Files:
         else:
             seconds = execute(source, root, executed)
             log.info("executed %s in %.1f s", file.src_uri, seconds)
-        _used.add(executed.parent)
+        _used[executed.name] = executed.parent
         # Set on the file object mkdocs-jupyter made (its wrapper), which reads the
         # notebook from abs_src_path when it renders the page.
         file.abs_src_path = str(executed)
@@ -119,7 +121,9 @@ REMOTE_SCRIPT = re.compile(
     r"|<script type=\"module\">(?:(?!</script>).)*?https?://(?:(?!</script>).)*?</script>",
     re.DOTALL,
 )
-MATHJAX_CONFIG = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
+MATHJAX_CONFIG = re.compile(
+    r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL
+)
 
 
 def on_post_page(html: str, page, config) -> str:
@@ -145,9 +149,9 @@ def on_post_build(config) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for digest, css in _stylesheets.items():
         (out / f"{digest}.css").write_text(css, encoding="utf-8")
-    # Drop executed notebooks that no page uses any more.
-    cache = _root(config) / CACHE
-    if cache.is_dir():
-        for entry in cache.iterdir():
-            if entry.is_dir() and entry not in _used:
-                shutil.rmtree(entry, ignore_errors=True)
+    # Drop older executions of the notebooks this build used (other notebooks'
+    # entries may belong to another configuration, so they stay).
+    for name, current in _used.items():
+        for stale in (ROOT / CACHE).glob(f"*/{name}"):
+            if stale.parent != current:
+                shutil.rmtree(stale.parent, ignore_errors=True)

@@ -1,0 +1,247 @@
+"""Find the code blocks of the handbook's pages and run them as a reader would.
+
+A page's fenced blocks are read from its Markdown source. Their
+``--8<--`` includes are expanded by ``pymdownx.snippets`` with the very options
+``mkdocs.yml`` gives it, so the code that runs is the code the page shows.
+
+Markers (HTML comments on the line(s) just above a fence; the site shows a
+visible label for the first two, see ``hooks/codeblocks.py``):
+
+- ``<!--pytest-codeblocks:cont-->``: the block continues the executable block
+  above it; both run, in order, in one interpreter.
+- ``<!--pytest-codeblocks:expected-output-->``: the block (usually ``text``) is
+  what the executable block above prints; the test compares them.
+- ``<!--pytest.mark.skip(reason="...")-->``: the block is not run, for the
+  stated reason (a reason is required).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+# Info-string languages that are Python code to run.
+PYTHON = {"python", "py", "python3", "py3"}
+# Interactive transcripts: not a program; a page that uses one must say why.
+TRANSCRIPT = {"pycon"}
+SHELL = {"bash", "sh", "shell", "console"}
+
+FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*?)[ \t]*$")
+MARKER = re.compile(r"^[ \t]*<!--\s*(?P<body>pytest[-\w.:]*(?:\((?P<args>.*)\))?)\s*-->[ \t]*$")
+SKIP_REASON = re.compile(r"""^reason\s*=\s*(?P<q>["'])(?P<reason>.+)(?P=q)$""")
+
+
+@dataclasses.dataclass
+class Block:
+    page: str  # "docs/…/page.md"
+    lineno: int  # 1-based line of the opening fence
+    lang: str  # first word of the info string, lower case ("" if none)
+    info: str
+    source: str  # the block as written in the Markdown
+    cont: bool = False
+    skip: str | None = None  # reason
+    expected_output: str | None = None  # what this block must print
+    is_output: bool = False  # this block shows the output of the block above
+    previous: Block | None = None  # the block this one continues
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.lineno}"
+
+    @property
+    def runnable(self) -> bool:
+        return self.lang in PYTHON | SHELL | TRANSCRIPT and not self.is_output
+
+
+class MarkerError(ValueError):
+    pass
+
+
+def language(info: str) -> str:
+    """``python title="x.py"`` -> ``python``; ``{.py .annotate}`` -> ``py``."""
+    word = info.strip().lstrip("{").split()[0] if info.strip() else ""
+    return word.lstrip(".").rstrip("}").lower()
+
+
+def parse(path: Path) -> list[Block]:
+    """All fenced blocks of one Markdown page, with their markers applied."""
+    page = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks: list[Block] = []
+    pending: list[tuple[int, str, str | None]] = []  # markers seen above the next fence
+    last_runnable: Block | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        marker = MARKER.match(line)
+        if marker:
+            pending.append((i + 1, marker.group("body"), marker.group("args")))
+            i += 1
+            continue
+        opening = FENCE_OPEN.match(line)
+        if not opening:
+            if line.strip():
+                if pending:
+                    where = ", ".join(f"{page}:{n}" for n, _, _ in pending)
+                    raise MarkerError(f"marker at {where} is not directly above a code block")
+                pending = []
+            i += 1
+            continue
+        indent, fence, info = opening.group("indent", "fence", "info")
+        body: list[str] = []
+        j = i + 1
+        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+        while j < len(lines) and not closing.match(lines[j]):
+            body.append(lines[j])
+            j += 1
+        if j == len(lines):
+            raise MarkerError(f"{page}:{i + 1}: code block is never closed")
+        source = textwrap.dedent(
+            "\n".join(b[len(indent) :] if b.startswith(indent) else b for b in body)
+        )
+        block = Block(page, i + 1, language(info), info, source + "\n")
+        for n, body_, args in pending:
+            _apply(block, body_, args, f"{page}:{n}", last_runnable, blocks)
+        pending = []
+        if block.runnable:
+            last_runnable = block
+        blocks.append(block)
+        i = j + 1
+    if pending:
+        raise MarkerError(f"{page}: marker at the end of the page is above no code block")
+    return blocks
+
+
+def _apply(block, body, args, where, last_runnable, blocks) -> None:
+    if body == "pytest-codeblocks:cont":
+        if last_runnable is None:
+            raise MarkerError(f"{where}: a continuation needs an executable block above it")
+        block.cont, block.previous = True, last_runnable
+    elif body == "pytest-codeblocks:expected-output":
+        if last_runnable is None:
+            raise MarkerError(f"{where}: expected output needs an executable block above it")
+        if last_runnable.expected_output is not None:
+            raise MarkerError(f"{where}: {last_runnable.id} already has an expected output")
+        last_runnable.expected_output = block.source
+        block.is_output = True
+    elif body.startswith("pytest.mark.skip"):
+        reason = SKIP_REASON.match((args or "").strip())
+        if not reason:
+            raise MarkerError(
+                f'{where}: a skip must name its reason: pytest.mark.skip(reason="...")'
+            )
+        block.skip = reason.group("reason")
+    else:
+        raise MarkerError(f"{where}: unknown marker <!--{body}-->")
+
+
+def pages() -> list[Path]:
+    return sorted(DOCS.rglob("*.md"))
+
+
+def all_blocks() -> list[Block]:
+    return [b for page in pages() for b in parse(page)]
+
+
+@cache
+def _snippet_preprocessor():
+    """The pymdownx.snippets preprocessor, configured exactly as mkdocs.yml does."""
+    import markdown
+    from mkdocs.config import load_config
+
+    config = load_config(str(ROOT / "mkdocs.yml"))
+    options = dict(config["mdx_configs"].get("pymdownx.snippets", {}))
+    # mkdocs resolves base_path against the directory it runs in: the repository root.
+    base = options.get("base_path", ["."])
+    base = [base] if isinstance(base, str) else base
+    options["base_path"] = [str((ROOT / p).resolve()) for p in base]
+    options["auto_append"] = []  # appended files belong to pages, not to code blocks
+    md = markdown.Markdown(
+        extensions=["pymdownx.snippets"], extension_configs={"pymdownx.snippets": options}
+    )
+    return md.preprocessors["snippet"]
+
+
+def expand(source: str) -> str:
+    """The block with its ``--8<--`` includes replaced, as the built page shows it."""
+    lines = _snippet_preprocessor().run(source.splitlines())
+    return "\n".join(lines) + "\n"
+
+
+def chain(block: Block) -> list[Block]:
+    """The block and every block it continues, first one first."""
+    out = [block]
+    while out[0].previous is not None:
+        out.insert(0, out[0].previous)
+    return out
+
+
+RUNNER = r"""
+import contextlib, io, json, sys, traceback
+blocks = json.loads(sys.stdin.read())
+outputs = []
+namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+for name, code in blocks:
+    buffer = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buffer):
+            exec(compile(code, name, "exec"), namespace)
+    except BaseException:
+        outputs.append(buffer.getvalue())
+        sys.__stderr__.write(f"\n--- {name} failed ---\n" + traceback.format_exc())
+        print(json.dumps({"outputs": outputs, "failed": name}))
+        sys.exit(1)
+    outputs.append(buffer.getvalue())
+print(json.dumps({"outputs": outputs, "failed": None}))
+"""
+
+
+DOCTEST_RUNNER = r"""
+import doctest, sys
+name, page, lineno = sys.argv[1], sys.argv[2], int(sys.argv[3])
+globs = {"__name__": "__main__"}
+test = doctest.DocTestParser().get_doctest(sys.stdin.read(), globs, name, page, lineno)
+runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+runner.run(test)
+sys.exit(1 if runner.failures else 0)
+"""
+
+
+@dataclasses.dataclass
+class Result:
+    outputs: list[str]
+    failed: str | None
+    stderr: str
+    returncode: int
+
+
+def run_python(blocks: list[Block], cwd: Path, timeout: float = 600) -> Result:
+    """Run the blocks, in order, in one fresh interpreter with ``__name__ == "__main__"``."""
+    payload = json.dumps([(f"{b.id}", expand(b.source)) for b in blocks])
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONSTARTUP"}}
+    env["MPLBACKEND"] = "Agg"
+    proc = subprocess.run(
+        [sys.executable, "-c", RUNNER],
+        input=payload,
+        capture_output=True,
+        text=True,
+        cwd=cwd,  # a scratch directory: a block cannot lean on files of the repository
+        env=env,
+        timeout=timeout,
+    )
+    last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "{}"
+    try:
+        data = json.loads(last)
+    except json.JSONDecodeError:
+        data = {"outputs": [], "failed": "the interpreter itself"}
+    return Result(data.get("outputs", []), data.get("failed"), proc.stderr, proc.returncode)

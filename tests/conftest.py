@@ -1,0 +1,62 @@
+"""Shared fixtures: the devices to test on, and the built site."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def available_devices() -> list[str]:
+    devices = ["cpu"]
+    if torch.cuda.is_available():
+        devices.append("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        devices.append("mps")
+    return devices
+
+
+def pytest_configure(config):
+    if os.environ.get("REQUIRE_CUDA") == "1" and not torch.cuda.is_available():
+        raise pytest.UsageError(
+            "REQUIRE_CUDA=1 but torch.cuda.is_available() is False "
+            f"(torch {torch.__version__}, CUDA build: {torch.version.cuda}). "
+            "A GPU runner must not pass on CPU alone."
+        )
+
+
+def pytest_report_header(config):
+    return f"torch {torch.__version__}; devices under test: {', '.join(available_devices())}"
+
+
+@pytest.fixture(params=available_devices())
+def device(request) -> torch.device:
+    """Every test that takes ``device`` runs once per available device."""
+    return torch.device(request.param)
+
+
+def mkdocs_build(site_dir: Path, config_file: Path | None = None) -> subprocess.CompletedProcess:
+    """``mkdocs build --strict`` from the repository root, as the README runs it."""
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)]
+    if config_file is not None:
+        cmd += ["--config-file", str(config_file)]
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """The site, built once per test session with ``--strict``."""
+    site = tmp_path_factory.mktemp("site")
+    proc = mkdocs_build(site)
+    if proc.returncode != 0:
+        pytest.fail(f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}", pytrace=False)
+    return site

@@ -1,0 +1,158 @@
+"""Every code block of every page runs, as the reader copies it.
+
+Test ids are ``docs/page.md:LINE`` (the line of the opening fence).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests import codeblocks
+from tests.codeblocks import PYTHON, SHELL, TRANSCRIPT
+
+BLOCKS = codeblocks.all_blocks()
+RUNNABLE = [b for b in BLOCKS if b.runnable]
+
+
+def _normalize(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
+
+
+@pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
+def test_code_block(block: codeblocks.Block, tmp_path: Path):
+    if block.skip:
+        pytest.skip(f"{block.id}: {block.skip}")
+    if block.lang in SHELL:
+        proc = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", codeblocks.expand(block.source)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, f"{block.id} failed:\n{proc.stdout}\n{proc.stderr}"
+        output = proc.stdout
+    elif block.lang in TRANSCRIPT:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                codeblocks.DOCTEST_RUNNER,
+                block.id,
+                block.page,
+                str(block.lineno),
+            ],
+            input=codeblocks.expand(block.source),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, f"{block.id} failed:\n{proc.stdout}\n{proc.stderr}"
+        output = ""
+    else:
+        blocks = codeblocks.chain(block)
+        result = codeblocks.run_python(blocks, cwd=tmp_path)
+        assert result.returncode == 0 and result.failed is None, (
+            f"{result.failed} failed"
+            + (" (run after the blocks it continues)" if block.cont else " (run on its own)")
+            + f":\n{result.stderr}"
+        )
+        output = result.outputs[-1]
+    if block.expected_output is not None:
+        assert _normalize(output) == _normalize(block.expected_output), (
+            f"{block.id}: the output shown on the page differs from what the block prints"
+        )
+
+
+def test_blocks_are_found():
+    """The collector sees the blocks that the pages hold (guards against an empty run)."""
+    assert len(RUNNABLE) >= 5
+    assert {b.page for b in RUNNABLE} >= {"docs/index.md", "docs/normalization/layer-norm.md"}
+
+
+def test_every_fence_names_its_language():
+    """Highlighting and the copy button need the language; outputs are fenced as text."""
+    unnamed = [b.id for b in BLOCKS if not b.lang]
+    assert not unnamed, f"code blocks without a language: {unnamed}"
+    wrong = [b.id for b in BLOCKS if b.is_output and b.lang != "text"]
+    assert not wrong, f"outputs must be fenced as text, never as code: {wrong}"
+
+
+def test_no_block_left_uncollected(built_site: Path):
+    """Count the Python blocks of each built page and compare with the collected ones.
+
+    pymdownx.highlight marks each highlighted block with its language class,
+    whatever spelling the fence used, so this catches a block that the
+    collector misses (an unusual info string, a fence inside a tab, ...).
+    """
+    runnable_langs = PYTHON | TRANSCRIPT | SHELL
+    html_counts = Counter()
+    for page in codeblocks.pages():
+        rel = page.relative_to(codeblocks.DOCS)
+        built = rel.parent if rel.name == "index.md" else rel.with_suffix("")
+        html = built_site / built / "index.html"
+        text = html.read_text(encoding="utf-8")
+        for lang in re.findall(r'<div class="language-([\w+-]+) highlight"', text):
+            if lang in runnable_langs:
+                html_counts[page.relative_to(codeblocks.ROOT).as_posix()] += 1
+    collected = Counter(b.page for b in RUNNABLE)
+    assert html_counts == collected
+
+
+def test_markers_are_checked(tmp_path: Path):
+    """A skip without a reason, or a stray marker, is an error, not a silent skip."""
+    page = tmp_path / "markers.md"
+    cases = {
+        "<!--pytest.mark.skip-->\n\n```python\nprint(1)\n```\n": "must name its reason",
+        "<!--pytest-codeblocks:cont-->\n\n```python\nprint(1)\n```\n": "needs an executable block",
+        "<!--pytest-codeblocks:bogus-->\n\n```python\nprint(1)\n```\n": "unknown marker",
+        "```python\nprint(1)\n```\n<!--pytest-codeblocks:cont-->\nText.\n": "not directly above",
+    }
+    for text, message in cases.items():
+        page.write_text(text, encoding="utf-8")
+        with pytest.raises(codeblocks.MarkerError, match=message):
+            codeblocks.parse(page)
+
+
+def test_parser_sees_every_spelling(tmp_path: Path):
+    page = tmp_path / "spellings.md"
+    page.write_text(
+        "```py\na = 1\n```\n\n"
+        '```python title="x.py"\nb = 2\n```\n\n'
+        '=== "Tab"\n\n    ```python3\n    c = 3\n    ```\n\n'
+        "```{.python .annotate}\nd = 4\n```\n",
+        encoding="utf-8",
+    )
+    blocks = codeblocks.parse(page)
+    assert [(b.lang, b.source.strip()) for b in blocks] == [
+        ("py", "a = 1"),
+        ("python", "b = 2"),
+        ("python3", "c = 3"),
+        ("python", "d = 4"),
+    ]
+    assert all(b.runnable for b in blocks)
+
+
+def test_includes_are_expanded_like_the_build():
+    code = codeblocks.expand('--8<-- "snippets/layer_norm.py"\n')
+    assert "class LayerNorm(nn.Module):" in code
+    assert "--8<--" not in code  # section markers are stripped from whole-file includes
+
+
+def test_a_failing_block_fails(tmp_path: Path):
+    block = codeblocks.Block("docs/x.md", 1, "python", "python", "raise SystemExit(3)\n")
+    result = codeblocks.run_python([block], cwd=tmp_path)
+    assert result.returncode != 0 and result.failed == "docs/x.md:1"
+
+
+def test_blocks_run_as_main(tmp_path: Path):
+    block = codeblocks.Block("docs/x.md", 1, "python", "python", "print(__name__)\n")
+    result = codeblocks.run_python([block], cwd=tmp_path)
+    assert result.outputs == ["__main__\n"]

@@ -1,0 +1,46 @@
+"""House rules for snippets/: one test file per snippet; self-contained imports."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SNIPPETS = sorted(p for p in (ROOT / "snippets").glob("*.py") if p.name != "__init__.py")
+ALLOWED = set(sys.stdlib_module_names) | {"torch"}
+ALLOWED_FOR_PLOTS = {"numpy", "matplotlib"}
+
+
+def test_there_are_snippets():
+    assert SNIPPETS
+
+
+@pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda p: p.name)
+def test_each_snippet_has_its_mirrored_test(snippet: Path):
+    assert (ROOT / "tests" / "snippets" / f"test_{snippet.name}").is_file()
+
+
+def test_no_orphan_snippet_tests():
+    names = {p.name for p in SNIPPETS}
+    orphans = [
+        p.name for p in (ROOT / "tests" / "snippets").glob("test_*.py") if p.name[5:] not in names
+    ]
+    assert not orphans
+
+
+@pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda p: p.name)
+def test_snippet_imports_only_stdlib_and_torch(snippet: Path):
+    tree = ast.parse(snippet.read_text(encoding="utf-8"))
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "a snippet never imports another snippet"
+            modules.add(node.module.split(".")[0])
+    allowed = ALLOWED | (ALLOWED_FOR_PLOTS if "matplotlib" in modules else set())
+    assert modules <= allowed, f"{snippet.name} imports {sorted(modules - allowed)}"
+    assert "snippets" not in modules
