@@ -1,0 +1,277 @@
+"""The site builds with --strict, its links resolve, and it asks nothing of other hosts.
+
+Also: the build fails on a broken diagram, a missing snippet or a failing
+notebook cell, and the notebook cache follows the code a notebook runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, mkdocs_build
+
+# <link rel=...> values that make the browser fetch something.
+FETCHING_RELS = {
+    "stylesheet",
+    "icon",
+    "shortcut",
+    "apple-touch-icon",
+    "preload",
+    "prefetch",
+    "modulepreload",
+    "manifest",
+    "preconnect",
+    "dns-prefetch",
+}
+CSS_URL = re.compile(r"""url\(\s*['"]?([^'")]+)['"]?\s*\)|@import\s+['"]([^'"]+)['"]""")
+
+
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.links: list[str] = []  # <a href>: navigation
+        self.resources: list[str] = []  # what the browser loads by itself
+        self._in_style = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        for key in ("id", "name"):
+            if a.get(key):
+                self.ids.add(a[key])
+        if tag == "a" and a.get("href"):
+            self.links.append(a["href"])
+        elif tag == "link" and a.get("href"):
+            rels = set((a.get("rel") or "").lower().split())
+            (self.resources if rels & FETCHING_RELS else self.links).append(a["href"])
+        for key in ("src", "data-src", "poster"):
+            if tag in {
+                "script",
+                "img",
+                "iframe",
+                "source",
+                "video",
+                "audio",
+                "embed",
+                "input",
+            } and a.get(key):
+                self.resources.append(a[key])
+        if a.get("srcset"):
+            self.resources += [part.split()[0] for part in a["srcset"].split(",") if part.strip()]
+        if a.get("style"):
+            self.resources += [u or i for u, i in CSS_URL.findall(a["style"])]
+        self._in_style = tag == "style"
+
+    def handle_endtag(self, tag):
+        if tag == "style":
+            self._in_style = False
+
+    def handle_data(self, data):
+        if self._in_style:
+            self.resources += [u or i for u, i in CSS_URL.findall(data)]
+
+
+def _parse(path: Path) -> _Page:
+    page = _Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+def _is_external(url: str) -> bool:
+    return bool(urlsplit(url).scheme in {"http", "https"} or url.startswith("//"))
+
+
+def _skip(url: str) -> bool:
+    return urlsplit(url).scheme in {"mailto", "data", "javascript", "blob"}
+
+
+def _html_pages(site: Path) -> list[Path]:
+    return sorted(site.rglob("*.html"))
+
+
+def test_build_is_strict_and_complete(built_site: Path):
+    for page in ["index.html", "normalization/layer-norm/index.html"]:
+        assert (built_site / page).is_file()
+    notebook = built_site / "notebooks/layer_norm_activations"
+    assert (notebook / "index.html").is_file()
+    assert (notebook / "layer_norm_activations.ipynb").is_file(), "the executed notebook is offered"
+
+
+def test_internal_links_and_anchors_resolve(built_site: Path):
+    parsed = {p: _parse(p) for p in _html_pages(built_site)}
+    broken = []
+    for page, info in parsed.items():
+        if page.name == "404.html":  # its links are absolute on the deployed host
+            continue
+        base = page.relative_to(built_site).as_posix()
+        for url in info.links + info.resources:
+            if _is_external(url) or _skip(url):
+                continue
+            target = urlsplit(urljoin(f"http://site.invalid/{base}", url))
+            path = built_site / unquote(target.path).lstrip("/")
+            if target.path == "" or url.startswith("#"):
+                path = page
+            elif path.is_dir() or target.path.endswith("/"):
+                path = path / "index.html"
+            if not path.is_file():
+                broken.append(f"{base}: {url} (no file {path.relative_to(built_site)})")
+                continue
+            if target.fragment and path.suffix == ".html":
+                ids = parsed[path].ids if path in parsed else _parse(path).ids
+                if unquote(target.fragment) not in ids:
+                    broken.append(f"{base}: {url} (no anchor #{target.fragment})")
+    assert not broken, "\n".join(broken)
+
+
+def test_no_resource_from_another_host(built_site: Path):
+    offending = []
+    for page in _html_pages(built_site):
+        for url in _parse(page).resources:
+            if _is_external(url):
+                offending.append(f"{page.relative_to(built_site)}: {url}")
+    for css in built_site.rglob("*.css"):
+        for u, i in CSS_URL.findall(css.read_text(encoding="utf-8", errors="replace")):
+            if _is_external(u or i):
+                offending.append(f"{css.relative_to(built_site)}: {u or i}")
+    assert not offending, "\n".join(offending)
+
+
+def test_math_and_diagrams_are_prepared(built_site: Path):
+    page = (built_site / "normalization/layer-norm/index.html").read_text(encoding="utf-8")
+    assert page.count('class="arithmatex"') >= 5  # typeset by KaTeX in the browser test
+    assert re.search(r'<svg[^>]*class="uml"', page), "PlantUML diagrams are inline SVG"
+    for asset in ["katex.min.js", "katex.min.css", "contrib/auto-render.min.js"]:
+        assert (built_site / "assets/katex" / asset).is_file()
+    assert list((built_site / "assets/katex/fonts").glob("KaTeX_Main-Regular.woff2"))
+
+
+# --- Broken input fails the build ------------------------------------------------
+
+
+def _config_with_docs(tmp_path: Path, pages: dict[str, str]) -> Path:
+    """A copy of mkdocs.yml that builds only ``pages`` (written into a fresh docs dir)."""
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    docs = tmp_path / "docs"
+    for name, text in pages.items():
+        (docs / name).parent.mkdir(parents=True, exist_ok=True)
+        (docs / name).write_text(text, encoding="utf-8")
+    shutil.copytree(ROOT / "docs/javascripts", docs / "javascripts")
+    shutil.copytree(ROOT / "docs/stylesheets", docs / "stylesheets")
+    config["docs_dir"] = str(docs)
+    config["nav"] = list(pages)
+    config["hooks"] = [str(ROOT / h) for h in config["hooks"]]
+    config["theme"]["custom_dir"] = str(ROOT / config["theme"]["custom_dir"])
+    config.pop("watch", None)
+    path = tmp_path / "mkdocs.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _build(tmp_path: Path, pages: dict[str, str]) -> subprocess.CompletedProcess:
+    return mkdocs_build(tmp_path / "site", _config_with_docs(tmp_path, pages))
+
+
+def test_a_good_minimal_build_passes(tmp_path: Path):
+    """The harness of the failure tests builds a good page, so their failures mean something."""
+    page = "# Fine\n\n```plantuml\n@startuml\nA -> B\n@enduml\n```\n"
+    proc = _build(tmp_path, {"index.md": page})
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_plantuml_syntax_error_fails_the_build(tmp_path: Path):
+    page = "# Broken\n\n```plantuml\n@startuml\nA -> \n this is not plantuml (\n@enduml\n```\n"
+    for attempt in range(2):  # the second build finds the broken picture in the diagram cache
+        (tmp_path / str(attempt)).mkdir()
+        proc = _build(tmp_path / str(attempt), {"index.md": page})
+        assert proc.returncode != 0, f"build {attempt} passed"
+        assert "PlantUML" in proc.stderr
+
+
+def test_missing_snippet_fails_the_build(tmp_path: Path):
+    page = '# Broken\n\n```python\n--8<-- "snippets/no_such_file.py"\n```\n'
+    proc = _build(tmp_path, {"index.md": page})
+    assert proc.returncode != 0
+    assert "no_such_file.py" in proc.stderr
+
+
+def test_failing_notebook_cell_fails_the_build(tmp_path: Path):
+    notebook = "# %% [markdown]\n# # Broken\n\n# %%\nraise RuntimeError('this cell fails')\n"
+    proc = _build(tmp_path, {"index.md": "# Home\n", "notebooks/broken_cell.py": notebook})
+    assert proc.returncode != 0
+    assert "this cell fails" in proc.stderr
+
+
+# --- Notebook cache -----------------------------------------------------------------
+
+
+def test_notebook_cache_key_follows_the_code_it_runs(tmp_path: Path):
+    from hooks.notebooks import cache_key
+
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "requirements.txt").write_text("torch\n")
+    (tmp_path / "snippets/used.py").write_text("A = 1\n")
+    (tmp_path / "snippets/other.py").write_text("B = 1\n")
+    notebook = tmp_path / "nb.py"
+    notebook.write_text("from snippets.used import A\n")
+
+    key = cache_key(notebook, tmp_path)
+    assert cache_key(notebook, tmp_path) == key  # stable
+    (tmp_path / "snippets/other.py").write_text("B = 2\n")
+    assert cache_key(notebook, tmp_path) == key  # a snippet it does not load
+    (tmp_path / "snippets/used.py").write_text("A = 2\n")
+    changed = cache_key(notebook, tmp_path)
+    assert changed != key  # a snippet it loads
+    notebook.write_text("from snippets.used import A\nprint(A)\n")
+    assert cache_key(notebook, tmp_path) != changed  # its own text
+
+
+# --- mkdocs serve -------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_mkdocs_serve_answers(built_site: Path):
+    """The README's serve command works (on another port, so a running server is untouched)."""
+    port = _free_port()
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mkdocs", "serve", "--no-livereload", "-a", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                url = f"http://127.0.0.1:{port}/resnorm/normalization/layer-norm/"
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    assert r.status == 200
+                    assert "Layer normalization" in r.read().decode()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"mkdocs serve did not answer:\n{proc.stderr.read()}")
+                time.sleep(0.3)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
