@@ -1,0 +1,47 @@
+# ResNorm: set-up, serve, test, build, benchmark.
+#   make serve   set everything up, then serve the site on http://127.0.0.1:8000
+#   make test    set everything up, then run every test (code blocks, snippets,
+#                site build, links, browser, lint, workflows)
+#   make build   build the static site into site/ (mkdocs build --strict)
+#   make bench   print the site's speed and size figures
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export NO_MKDOCS_2_WARNING := 1
+
+.PHONY: setup prereqs browser serve test build bench clean
+
+setup: $(VENV)/.installed node_modules/.installed
+
+prereqs:
+	@scripts/check_prereqs.sh
+
+$(VENV)/.installed: requirements.txt
+	@PYTHON=$(PYTHON) scripts/check_prereqs.sh
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	@PYTHON=$(PYTHON) scripts/check_prereqs.sh
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+browser:
+	@scripts/install_chromium.sh
+
+serve: setup
+	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+
+test: setup browser
+	$(BIN)/python -m pytest
+
+build: setup
+	$(BIN)/mkdocs build --strict
+
+bench: setup browser
+	$(BIN)/python scripts/bench_site.py
+
+clean:
+	rm -rf site .cache test-artifacts
