@@ -26,8 +26,11 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
 @pytest.fixture(scope="module")
 def server(built_site: Path):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(built_site))
-    handler.log_message = lambda *args: None
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(built_site))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
