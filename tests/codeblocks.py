@@ -245,3 +245,30 @@ def run_python(blocks: list[Block], cwd: Path, timeout: float = 600) -> Result:
     except json.JSONDecodeError:
         data = {"outputs": [], "failed": "the interpreter itself"}
     return Result(data.get("outputs", []), data.get("failed"), proc.stderr, proc.returncode)
+
+
+def main(argv: list[str]) -> int:
+    """Print what each executable block of the given pages prints, for writing their outputs.
+
+    python -m tests.codeblocks docs/page.md [...]
+    """
+    import tempfile
+
+    status = 0
+    for name in argv:
+        for block in parse(ROOT / name):
+            if not block.runnable or block.lang not in PYTHON or block.skip:
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                result = run_python(chain(block), cwd=Path(tmp))
+            print(f"--- {block.id}" + (" (continues)" if block.cont else ""))
+            if result.failed:
+                print(result.stderr)
+                status = 1
+            else:
+                print(result.outputs[-1], end="")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

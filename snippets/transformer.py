@@ -1,0 +1,417 @@
+"""A Transformer whose norm placement is one flag.
+
+One sublayer connection, ``Residual``, covers every placement the handbook
+discusses (``norm_position``), with LayerNorm, RMSNorm or DyT as the norm. The
+attention, feed-forward, block, stack and GPT classes are built from it, in the
+manner of nanoGPT's ``model.py``. Pages include the sections they need.
+"""
+
+# --8<-- [start:imports]
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+# --8<-- [end:imports]
+
+
+# --8<-- [start:norms]
+class DyT(nn.Module):
+    """Dynamic Tanh, a norm-free stand-in for a norm layer: weight * tanh(alpha * x) + bias.
+
+    Zhu, Chen, He, LeCun, Liu 2025 (arXiv 2503.10622): alpha is one learnable
+    scalar (0.5 at init in the official code); no statistics are computed.
+    """
+
+    def __init__(self, normalized_shape: int, alpha_init: float = 0.5):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.full((1,), float(alpha_init)))
+        self.weight = nn.Parameter(torch.ones(normalized_shape))
+        self.bias = nn.Parameter(torch.zeros(normalized_shape))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.weight * torch.tanh(self.alpha * x) + self.bias
+
+
+NORMS = ("layernorm", "rmsnorm", "dyt")
+
+
+def make_norm(norm: str, d_model: int, eps: float | None = None) -> nn.Module:
+    """The norm layer named by ``norm``; eps None keeps each layer's PyTorch default."""
+    if norm == "layernorm":
+        return nn.LayerNorm(d_model, eps=1e-5 if eps is None else eps)
+    if norm == "rmsnorm":
+        return nn.RMSNorm(d_model, eps=eps)  # eps None: torch.finfo(dtype).eps
+    if norm == "dyt":
+        return DyT(d_model)
+    raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+
+
+# --8<-- [end:norms]
+
+
+# --8<-- [start:residual]
+POSITIONS = ("post", "pre", "sandwich", "output", "deepnorm", "rezero")
+
+
+class Residual(nn.Module):
+    """One sublayer F with its residual connection; ``norm_position`` says where the norm goes.
+
+    post      y = Norm(x + F(x))                 Vaswani et al. 2017, BERT
+    pre       y = x + F(Norm(x))                 GPT-2, LLaMA (a stack adds a final norm)
+    sandwich  y = x + Norm(F(Norm(x)))           CogView's Sandwich-LN, Peri-LN, Gemma 2
+    output    y = x + Norm(F(x))                 OLMo 2
+    deepnorm  y = Norm(alpha * x + F(x))         DeepNet (alpha > 1)
+    rezero    y = x + alpha * F(x), alpha = 0    ReZero (no norm at all)
+
+    Dropout acts on the sublayer's output before it joins the residual sum, as
+    in Vaswani et al. 2017, §5.4.
+    """
+
+    def __init__(
+        self,
+        sublayer: nn.Module,
+        d_model: int,
+        norm_position: str = "pre",
+        norm: str = "layernorm",
+        dropout: float = 0.0,
+        eps: float | None = None,
+        alpha: float | torch.Tensor = 1.0,
+        pre_scale: float = 1.0,
+    ):
+        super().__init__()
+        if norm_position not in POSITIONS:
+            raise ValueError(f"norm_position must be one of {POSITIONS}, got {norm_position!r}")
+        self.sublayer = sublayer
+        self.d_model = d_model
+        self.norm_position = norm_position
+        self.dropout = nn.Dropout(dropout)
+        self.pre_scale = pre_scale  # LayerNorm Scaling multiplies Norm(x) by 1/sqrt(layer)
+        p = norm_position
+        # Only the norms this placement uses exist, so parameter counts are honest.
+        self.norm_in = make_norm(norm, d_model, eps) if p in ("pre", "sandwich") else None
+        self.norm_branch = make_norm(norm, d_model, eps) if p in ("sandwich", "output") else None
+        self.norm_out = make_norm(norm, d_model, eps) if p in ("post", "deepnorm") else None
+        if p == "rezero":
+            self.alpha = nn.Parameter(torch.zeros(1))  # the block starts as the identity
+        elif isinstance(alpha, torch.Tensor):
+            self.alpha = nn.Parameter(alpha.clone())  # Admin's omega: per feature, trained
+        else:
+            self.alpha = float(alpha)  # DeepNet's up-weighting of x; 1 means plain x
+
+    def forward(self, x: torch.Tensor, **kwargs) -> torch.Tensor:
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(
+                f"expected input of shape (batch, seq_len, {self.d_model}), got {tuple(x.shape)}"
+            )
+        h = x
+        if self.norm_in is not None:
+            h = self.norm_in(h)
+            if self.pre_scale != 1.0:
+                h = h * self.pre_scale
+        h = self.sublayer(h, **kwargs)
+        if self.norm_branch is not None:
+            h = self.norm_branch(h)
+        h = self.dropout(h)
+        if self.norm_position == "rezero":
+            return x + self.alpha * h
+        if self.norm_out is not None:  # post, deepnorm: the norm sits on the residual path
+            skip = x if isinstance(self.alpha, float) and self.alpha == 1.0 else self.alpha * x
+            return self.norm_out(skip + h)
+        return x + h
+
+
+# --8<-- [end:residual]
+
+
+# --8<-- [start:sublayers]
+class MultiHeadAttention(nn.Module):
+    """Multi-head self-attention; ``causal=True`` masks the future (a decoder)."""
+
+    def __init__(
+        self, d_model: int, n_heads: int, dropout: float = 0.0, causal: bool = False, bias=True
+    ):
+        super().__init__()
+        if d_model % n_heads != 0:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        self.n_heads, self.causal = n_heads, causal
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)  # rows: [W_q; W_k; W_v]
+        self.proj = nn.Linear(d_model, d_model, bias=bias)
+        self.attn_dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        # (B, T, C) -> (B, n_heads, T, head_size)
+        q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))  # (B, nh, T, T)
+        if self.causal:
+            future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+            att = att.masked_fill(future, float("-inf"))  # softmax gives the future weight 0
+        att = self.attn_dropout(att.softmax(dim=-1))
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)  # heads side by side again
+        return self.proj(y)
+
+
+class FeedForward(nn.Module):
+    """Position-wise MLP: Linear -> activation -> dropout -> Linear."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout=0.0, activation="gelu", bias=True):
+        super().__init__()
+        if activation not in ("relu", "gelu"):
+            raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
+        self.fc = nn.Linear(d_model, d_ff, bias=bias)
+        self.act = nn.ReLU() if activation == "relu" else nn.GELU()
+        self.dropout = nn.Dropout(dropout)
+        self.proj = nn.Linear(d_ff, d_model, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(self.dropout(self.act(self.fc(x))))
+
+
+# --8<-- [end:sublayers]
+
+
+# --8<-- [start:block]
+class Block(nn.Module):
+    """A Transformer layer: self-attention then feed-forward, each in its own Residual.
+
+    ``causal=False`` is an encoder layer, ``causal=True`` a decoder-only block.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_position: str = "pre",
+        norm: str = "layernorm",
+        activation: str = "gelu",
+        causal: bool = False,
+        bias: bool = True,
+        eps: float | None = None,
+        alpha: float = 1.0,
+        pre_scale: float = 1.0,
+    ):
+        super().__init__()
+        conn = dict(norm_position=norm_position, norm=norm, dropout=dropout, eps=eps)
+        conn.update(alpha=alpha, pre_scale=pre_scale)
+        attn = MultiHeadAttention(d_model, n_heads, dropout, causal, bias)
+        self.attn = Residual(attn, d_model, **conn)
+        self.mlp = Residual(FeedForward(d_model, d_ff, dropout, activation, bias), d_model, **conn)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mlp(self.attn(x))
+
+
+# --8<-- [end:block]
+
+
+# --8<-- [start:stack]
+STACK_POSITIONS = (*POSITIONS, "mixln", "lns")
+
+
+def layer_placements(norm_position: str, n_layers: int, mix_ratio: float = 0.25):
+    """(norm_position, pre_scale) for each layer of a stack.
+
+    Two placements vary with depth: Mix-LN (Li et al. 2024, arXiv 2412.13795)
+    uses Post-LN in the first ``mix_ratio`` of the layers and Pre-LN after;
+    LayerNorm Scaling (Sun et al. 2025, arXiv 2502.05795) is Pre-LN with the
+    norm's output scaled by 1/sqrt(l) in layer l = 1, 2, ...
+    """
+    if norm_position == "mixln":
+        n_post = int(mix_ratio * n_layers)
+        return [("post" if i < n_post else "pre", 1.0) for i in range(n_layers)]
+    if norm_position == "lns":
+        return [("pre", 1 / math.sqrt(i + 1)) for i in range(n_layers)]
+    if norm_position not in POSITIONS:
+        raise ValueError(f"norm_position must be one of {STACK_POSITIONS}, got {norm_position!r}")
+    return [(norm_position, 1.0)] * n_layers
+
+
+def needs_final_norm(norm_position: str) -> bool:
+    """Placements that leave the residual sum un-normalized need one norm after the last layer."""
+    return norm_position in ("pre", "sandwich", "output", "mixln", "lns")
+
+
+def deepnorm_alpha_beta(n_layers: int) -> tuple[float, float]:
+    """DeepNet's constants for a decoder-only (or encoder-only) stack of N layers.
+
+    Wang et al. 2022 (arXiv 2203.00555), Table 1 (N layers): alpha = (2N)^(1/4),
+    beta = (8N)^(-1/4).
+    """
+    return (2 * n_layers) ** 0.25, (8 * n_layers) ** -0.25
+
+
+def deepnorm_init_(block: Block, beta: float) -> None:
+    """DeepNet's init: Xavier-normal with gain beta for the FFN, the value and the output
+    projections; gain 1 for queries and keys."""
+    attn, mlp = block.attn.sublayer, block.mlp.sublayer
+    C = attn.proj.in_features
+    with torch.no_grad():
+        for i, gain in enumerate((1.0, 1.0, beta)):  # rows of qkv: W_q, W_k, W_v
+            nn.init.xavier_normal_(attn.qkv.weight[i * C : (i + 1) * C], gain=gain)
+        for linear in (attn.proj, mlp.fc, mlp.proj):
+            nn.init.xavier_normal_(linear.weight, gain=beta)
+
+
+class Stack(nn.Module):
+    """``n_layers`` blocks and, when the placement needs it, a final norm."""
+
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, **block_kwargs):
+        super().__init__()
+        norm_position = block_kwargs.pop("norm_position", "pre")
+        final_norm = block_kwargs.pop("final_norm", None)
+        norm = block_kwargs.get("norm", "layernorm")
+        if norm_position == "deepnorm":
+            block_kwargs["alpha"], beta = deepnorm_alpha_beta(n_layers)
+        self.layers = nn.ModuleList(
+            Block(d_model, n_heads, d_ff, norm_position=p, pre_scale=s, **block_kwargs)
+            for p, s in layer_placements(norm_position, n_layers)
+        )
+        if norm_position == "deepnorm":
+            for layer in self.layers:
+                deepnorm_init_(layer, beta)
+        if final_norm is None:
+            final_norm = needs_final_norm(norm_position)
+        self.norm_f = make_norm(norm, d_model, block_kwargs.get("eps")) if final_norm else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm_f(x) if self.norm_f is not None else x
+
+
+# --8<-- [end:stack]
+
+
+# --8<-- [start:gpt]
+@dataclass
+class GPTConfig:
+    vocab_size: int = 64
+    block_size: int = 32  # longest sequence
+    n_layer: int = 2
+    n_head: int = 2
+    n_embd: int = 32
+    dropout: float = 0.0
+    bias: bool = True
+    norm_position: str = "pre"  # any of STACK_POSITIONS
+    norm: str = "layernorm"  # "layernorm" | "rmsnorm" | "dyt"
+
+
+class GPT(nn.Module):
+    """A decoder-only language model: token + position embeddings, causal blocks, LM head."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = c = config
+        self.wte = nn.Embedding(c.vocab_size, c.n_embd)
+        self.wpe = nn.Embedding(c.block_size, c.n_embd)
+        self.drop = nn.Dropout(c.dropout)
+        self.stack = Stack(
+            c.n_layer,
+            c.n_embd,
+            c.n_head,
+            4 * c.n_embd,
+            dropout=c.dropout,
+            bias=c.bias,
+            norm_position=c.norm_position,
+            norm=c.norm,
+            causal=True,
+            activation="gelu",
+        )
+        self.lm_head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight  # weight tying, as GPT-2
+        self.apply(self._init_weights)
+        if c.norm_position != "deepnorm":
+            # GPT-2: scale the init of the layers that write into the residual stream
+            # by 1/sqrt(number of residual sums), 2 per layer.
+            for name, p in self.named_parameters():
+                if name.endswith("sublayer.proj.weight"):
+                    nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * c.n_layer))
+        else:
+            _, beta = deepnorm_alpha_beta(c.n_layer)
+            for layer in self.stack.layers:
+                deepnorm_init_(layer, beta)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())  # tied weights counted once
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
+        if idx.dim() != 2 or idx.dtype != torch.long:
+            raise ValueError(
+                f"idx must be a (batch, seq_len) tensor of token ids (torch.long), "
+                f"got shape {tuple(idx.shape)} and dtype {idx.dtype}"
+            )
+        T = idx.shape[1]
+        if T > self.config.block_size:
+            raise ValueError(f"sequence length {T} exceeds block_size {self.config.block_size}")
+        pos = torch.arange(T, device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)
+        logits = self.lm_head(self.stack(x))  # (B, T, vocab_size)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        return logits, loss
+
+
+# --8<-- [end:gpt]
+
+
+# --8<-- [start:from_torch]
+def from_torch_encoder_layer(layer: nn.TransformerEncoderLayer) -> Block:
+    """A Block with the same weights as a (batch_first) ``nn.TransformerEncoderLayer``."""
+    if not layer.self_attn.batch_first:
+        raise ValueError("expected an nn.TransformerEncoderLayer built with batch_first=True")
+    act = {F.relu: "relu", F.gelu: "gelu"}.get(layer.activation)
+    if act is None:
+        raise ValueError(f"unsupported activation {layer.activation!r}")
+    d_model, d_ff = layer.linear1.in_features, layer.linear1.out_features
+    block = Block(
+        d_model,
+        layer.self_attn.num_heads,
+        d_ff,
+        dropout=layer.dropout.p,
+        norm_position="pre" if layer.norm_first else "post",
+        norm="layernorm",
+        activation=act,
+        causal=False,
+        eps=layer.norm1.eps,
+    )
+    where = "norm_in" if layer.norm_first else "norm_out"
+    with torch.no_grad():
+        block.attn.sublayer.qkv.weight.copy_(layer.self_attn.in_proj_weight)
+        block.attn.sublayer.qkv.bias.copy_(layer.self_attn.in_proj_bias)
+        block.attn.sublayer.proj.load_state_dict(layer.self_attn.out_proj.state_dict())
+        block.mlp.sublayer.fc.load_state_dict(layer.linear1.state_dict())
+        block.mlp.sublayer.proj.load_state_dict(layer.linear2.state_dict())
+        getattr(block.attn, where).load_state_dict(layer.norm1.state_dict())
+        getattr(block.mlp, where).load_state_dict(layer.norm2.state_dict())
+    return block
+
+
+# --8<-- [end:from_torch]
+
+
+# --8<-- [start:demo]
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 16)  # (batch, seq_len, d_model)
+    for position in POSITIONS:
+        block = Block(16, n_heads=4, d_ff=64, norm_position=position, causal=True)
+        n_params = sum(p.numel() for p in block.parameters())
+        print(f"{position:>8}: output {tuple(block(x).shape)}, {n_params} parameters")
+    model = GPT(GPTConfig())
+    print("GPT parameters:", model.num_parameters())
+# --8<-- [end:demo]
