@@ -120,7 +120,7 @@ def time_serve() -> tuple[float, float]:
         first_200 = time.perf_counter() - start
         time.sleep(1.5)  # let the watcher settle
         built.clear()
-        page = ROOT / "docs/normalization/layer-norm.md"
+        page = ROOT / "docs/foundations/layer-norm.md"
         touched = time.perf_counter()
         os.utime(page)
         if not built.wait(60):

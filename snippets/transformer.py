@@ -43,7 +43,7 @@ def make_norm(norm: str, d_model: int, eps: float | None = None) -> nn.Module:
     if norm == "layernorm":
         return nn.LayerNorm(d_model, eps=1e-5 if eps is None else eps)
     if norm == "rmsnorm":
-        return nn.RMSNorm(d_model, eps=eps)  # eps None: torch.finfo(dtype).eps
+        return nn.RMSNorm(d_model, eps=eps)  # eps None: PyTorch picks machine epsilon
     if norm == "dyt":
         return DyT(d_model)
     raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
@@ -283,6 +283,28 @@ class Stack(nn.Module):
         for layer in self.layers:
             x = layer(x)
         return self.norm_f(x) if self.norm_f is not None else x
+
+
+@torch.no_grad()
+def admin_init_(stack: Stack, x: torch.Tensor) -> list[float]:
+    """Admin's profiling pass (Liu et al. 2020, arXiv 2004.08249) for a Post-LN stack.
+
+    Each connection becomes Norm(omega * x + F(x)) with omega a trained
+    per-feature weight, set from one forward pass: omega starts at 1 and the
+    next connection's omega is sqrt(Var[omega * x] + Var[F(x)]) of this one, as
+    in the authors' code (LiyuanLucasLiu/Transformer-Clinic). Returns the omegas.
+    """
+    omega, omegas = 1.0, []
+    for layer in stack.layers:
+        for conn in (layer.attn, layer.mlp):
+            if conn.norm_position != "post":
+                raise ValueError(f"Admin needs a Post-LN stack, got {conn.norm_position!r}")
+            conn.alpha = nn.Parameter(torch.full((x.shape[-1],), omega, device=x.device))
+            omegas.append(omega)
+            branch = conn.sublayer(x)
+            omega = math.sqrt((x * omega).var().item() + branch.var().item())
+            x = conn(x)
+    return omegas
 
 
 # --8<-- [end:stack]

@@ -23,7 +23,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from functools import cache
 from pathlib import Path
 
@@ -106,9 +105,8 @@ def parse(path: Path) -> list[Block]:
             j += 1
         if j == len(lines):
             raise MarkerError(f"{page}:{i + 1}: code block is never closed")
-        source = textwrap.dedent(
-            "\n".join(b[len(indent) :] if b.startswith(indent) else b for b in body)
-        )
+        # strip the fence's own indentation (content tabs, admonitions), nothing more
+        source = "\n".join(b[len(indent) :] if b.startswith(indent) else b.lstrip() for b in body)
         block = Block(page, i + 1, language(info), info, source + "\n")
         for n, body_, args in pending:
             _apply(block, body_, args, f"{page}:{n}", last_runnable, blocks)
@@ -248,15 +246,22 @@ def run_python(blocks: list[Block], cwd: Path, timeout: float = 600) -> Result:
 
 
 def main(argv: list[str]) -> int:
-    """Print what each executable block of the given pages prints, for writing their outputs.
+    """Print what each executable block of the given pages prints.
 
-    python -m tests.codeblocks docs/page.md [...]
+    python -m tests.codeblocks docs/page.md [...]            # show the outputs
+    python -m tests.codeblocks --update docs/page.md [...]   # and rewrite the
+        expected-output blocks with them (read the diff before committing)
     """
     import tempfile
 
+    update = "--update" in argv
     status = 0
-    for name in argv:
-        for block in parse(ROOT / name):
+    for name in [a for a in argv if a != "--update"]:
+        path = ROOT / name
+        blocks = parse(path)
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        edits = []  # (first line, last line, new text) of output blocks, 0-based, inclusive
+        for i, block in enumerate(blocks):
             if not block.runnable or block.lang not in PYTHON or block.skip:
                 continue
             with tempfile.TemporaryDirectory() as tmp:
@@ -265,8 +270,19 @@ def main(argv: list[str]) -> int:
             if result.failed:
                 print(result.stderr)
                 status = 1
-            else:
-                print(result.outputs[-1], end="")
+                continue
+            print(result.outputs[-1], end="")
+            if block.expected_output is not None:
+                out = next(b for b in blocks[i + 1 :] if b.is_output)
+                n = len(out.source.rstrip("\n").splitlines()) if out.source.strip() else 0
+                edits.append((out.lineno, out.lineno + n - 1, result.outputs[-1]))
+        if update and edits:
+            for first, last, text in reversed(edits):
+                indent = re.match(r"[ \t]*", lines[first - 1]).group(0)
+                body = [indent + line + "\n" for line in text.rstrip("\n").splitlines()]
+                lines[first : last + 1] = body
+            path.write_text("".join(lines), encoding="utf-8")
+            print(f"updated {len(edits)} output block(s) in {name}")
     return status
 
 

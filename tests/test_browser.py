@@ -103,7 +103,7 @@ class Visit:
 
 PAGES = {
     "home": "/",
-    "layer-norm": "/normalization/layer-norm/",
+    "layer-norm": "/foundations/layer-norm/",
     "notebook": "/notebooks/layer_norm_activations/",
 }
 
@@ -159,8 +159,8 @@ def test_instant_navigation_typesets_math(browser, server):
     """Material swaps pages without a reload; math on the new page is still typeset."""
     visit = Visit(browser, server + PAGES["home"])
     try:
-        visit.page.locator('.md-content a[href$="normalization/layer-norm/"]').first.click()
-        visit.page.wait_for_url("**/normalization/layer-norm/")
+        visit.page.locator('.md-content a[href$="foundations/layer-norm/"]').first.click()
+        visit.page.wait_for_url("**/foundations/layer-norm/")
         visit.page.wait_for_selector(".katex")
         assert visit.page.locator(".arithmatex:not(:has(.katex))").count() == 0
         visit.check_clean()

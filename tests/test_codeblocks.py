@@ -74,7 +74,7 @@ def test_code_block(block: codeblocks.Block, tmp_path: Path):
 def test_blocks_are_found():
     """The collector sees the blocks that the pages hold (guards against an empty run)."""
     assert len(RUNNABLE) >= 5
-    assert {b.page for b in RUNNABLE} >= {"docs/index.md", "docs/normalization/layer-norm.md"}
+    assert {b.page for b in RUNNABLE} >= {"docs/index.md", "docs/foundations/layer-norm.md"}
 
 
 def test_every_fence_names_its_language():

@@ -103,7 +103,7 @@ def _html_pages(site: Path) -> list[Path]:
 
 
 def test_build_is_strict_and_complete(built_site: Path):
-    for page in ["index.html", "normalization/layer-norm/index.html"]:
+    for page in ["index.html", "foundations/layer-norm/index.html"]:
         assert (built_site / page).is_file()
     notebook = built_site / "notebooks/layer_norm_activations"
     assert (notebook / "index.html").is_file()
@@ -150,7 +150,7 @@ def test_no_resource_from_another_host(built_site: Path):
 
 
 def test_math_and_diagrams_are_prepared(built_site: Path):
-    page = (built_site / "normalization/layer-norm/index.html").read_text(encoding="utf-8")
+    page = (built_site / "foundations/layer-norm/index.html").read_text(encoding="utf-8")
     assert page.count('class="arithmatex"') >= 5  # typeset by KaTeX in the browser test
     assert re.search(r'<svg[^>]*class="uml"', page), "PlantUML diagrams are inline SVG"
     for asset in ["katex.min.js", "katex.min.css", "contrib/auto-render.min.js"]:
@@ -263,7 +263,7 @@ def test_mkdocs_serve_answers(built_site: Path):
         deadline = time.monotonic() + 120
         while True:
             try:
-                url = f"http://127.0.0.1:{port}/resnorm/normalization/layer-norm/"
+                url = f"http://127.0.0.1:{port}/resnorm/foundations/layer-norm/"
                 with urllib.request.urlopen(url, timeout=5) as r:
                     assert r.status == 200
                     assert "Layer normalization" in r.read().decode()

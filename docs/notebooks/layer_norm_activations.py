@@ -11,7 +11,7 @@
 # %% [markdown]
 # # Activations before and after LayerNorm
 #
-# What does [layer normalization](../../normalization/layer-norm/) do to a batch
+# What does [layer normalization](../../foundations/layer-norm/) do to a batch
 # of tokens whose features live on very different scales? This notebook builds
 # such a batch, runs it through the from-scratch `LayerNorm` of
 # `snippets/layer_norm.py`, and plots the distributions before and after.

@@ -20,6 +20,7 @@ from snippets.transformer import (
     MultiHeadAttention,
     Residual,
     Stack,
+    admin_init_,
     deepnorm_alpha_beta,
     from_torch_encoder_layer,
     layer_placements,
@@ -79,7 +80,7 @@ def test_norm_switch_builds_pytorch_layers():
     assert isinstance(make_norm("layernorm", D), nn.LayerNorm)
     assert make_norm("layernorm", D).eps == 1e-5
     rms = make_norm("rmsnorm", D)
-    assert isinstance(rms, nn.RMSNorm) and rms.eps is None  # finfo(dtype).eps at run time
+    assert isinstance(rms, nn.RMSNorm) and rms.eps is None  # PyTorch default at run time
     assert isinstance(make_norm("dyt", D), DyT)
     assert isinstance(Residual(nn.Identity(), D, "pre", norm="rmsnorm").norm_in, nn.RMSNorm)
 
@@ -283,6 +284,25 @@ def test_placements_that_vary_with_depth():
     assert scales == pytest.approx([1, 1 / math.sqrt(2), 1 / math.sqrt(3), 1 / 2])
     with pytest.raises(ValueError, match="norm_position must be one of"):
         layer_placements("middle", 3)
+
+
+def test_admin_profiling(device):
+    torch.manual_seed(0)
+    stack = Stack(3, D, H, FF, norm_position="post").to(device).eval()
+    x = torch.randn(4, 5, D, device=device)
+    omegas = admin_init_(stack, x)
+    assert len(omegas) == 6 and omegas[0] == 1.0
+    assert omegas[-1] > omegas[2] > omegas[1]  # grows with depth
+    # the recursion: omega_{i+1}^2 = Var[omega_i x_i] + Var[F_i(x_i)]
+    conn = stack.layers[0].attn
+    with torch.no_grad():
+        expected = math.sqrt(x.var().item() + conn.sublayer(x).var().item())
+    assert omegas[1] == pytest.approx(expected, rel=1e-5)
+    assert isinstance(conn.alpha, nn.Parameter) and conn.alpha.shape == (D,)
+    y = stack(x)
+    assert torch.isfinite(y).all()
+    with pytest.raises(ValueError, match="Admin needs a Post-LN stack, got 'pre'"):
+        admin_init_(Stack(1, D, H, FF, norm_position="pre"), x)
 
 
 def test_lns_scales_the_normalized_input(device):
