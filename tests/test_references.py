@@ -1,0 +1,29 @@
+"""Every paper a page cites by arXiv id is on the references page."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import ROOT
+
+ARXIV_ID = re.compile(r"(?:arXiv:?\s*\[?|arxiv\.org/abs/)(\d{4}\.\d{4,5})", re.IGNORECASE)
+REFERENCES = ROOT / "docs/reference/references.md"
+
+
+def cited_ids() -> dict[str, set[str]]:
+    cited: dict[str, set[str]] = {}
+    for page in sorted((ROOT / "docs").rglob("*")):
+        if page.suffix in {".md", ".py"} and page != REFERENCES:
+            for arxiv_id in ARXIV_ID.findall(page.read_text(encoding="utf-8")):
+                cited.setdefault(arxiv_id, set()).add(page.relative_to(ROOT).as_posix())
+    return cited
+
+
+def test_pages_cite_papers():
+    assert len(cited_ids()) >= 20
+
+
+def test_every_cited_paper_is_listed():
+    listed = set(ARXIV_ID.findall(REFERENCES.read_text(encoding="utf-8")))
+    missing = {i: sorted(pages) for i, pages in cited_ids().items() if i not in listed}
+    assert not missing, f"cited but not on the references page: {missing}"
