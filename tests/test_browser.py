@@ -166,3 +166,34 @@ def test_instant_navigation_typesets_math(browser, server):
         visit.check_clean()
     finally:
         visit.close()
+
+
+def _all_pages(site: Path) -> list[str]:
+    return sorted(
+        "/" + p.parent.relative_to(site).as_posix() + "/" if p.parent != site else "/"
+        for p in site.rglob("index.html")
+        if "assets" not in p.parts and "search" not in p.parts
+    )
+
+
+def test_every_page_renders_clean(browser, server, built_site):
+    """Every built page: no console error, no foreign request, all math typeset, diagrams as SVG."""
+    problems = []
+    pages = _all_pages(built_site)
+    assert len(pages) >= 20
+    for url in pages:
+        visit = Visit(browser, server + url)
+        try:
+            page = visit.page
+            if visit.errors or visit.foreign:
+                problems.append(f"{url}: errors {visit.errors}, foreign requests {visit.foreign}")
+            raw_tex = page.locator(".arithmatex:not(:has(.katex))").count()
+            if raw_tex or page.locator(".katex-error").count():
+                problems.append(f"{url}: {raw_tex} formula(s) not typeset")
+            if page.locator("img[src$='.svg'][alt='uml diagram'], .uml img").count():
+                problems.append(f"{url}: a diagram is an image, not inline SVG")
+            name = url.strip("/").replace("/", "-") or "home"
+            visit.screenshot(f"all-{name}")
+        finally:
+            visit.close()
+    assert not problems, "\n".join(problems)
