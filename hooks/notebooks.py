@@ -32,7 +32,11 @@ from mkdocs.structure.files import Files
 log = logging.getLogger("mkdocs.hooks.notebooks")
 
 CACHE = Path(".cache/notebooks")
-NOTEBOOK_GLOB = "notebooks/*.py"
+NOTEBOOK_GLOBS = ("notebooks/*.py", "experiments/*.py")
+# A notebook publishes headline numbers by displaying a dict under this MIME
+# type; a page quotes one as [[measured:NOTEBOOK:KEY]] (NOTEBOOK = file stem).
+RESULTS_MIME = "application/vnd.resnorm.results+json"
+MEASURED = re.compile(r"\[\[measured:([\w-]+):([\w-]+)\]\]")
 SNIPPET_NAME = re.compile(r"\bsnippets[./]([A-Za-z_]\w*)")
 CELL_TIMEOUT_S = 600
 
@@ -40,6 +44,22 @@ ROOT = Path(__file__).resolve().parent.parent  # the repository
 
 _used: dict[str, Path] = {}  # notebook name -> its executed copy in this build
 _stylesheets: dict[str, str] = {}
+_results: dict[str, dict] = {}  # notebook stem -> the numbers it published
+
+
+def is_notebook(src_uri: str) -> bool:
+    return any(Path(src_uri).match(glob) for glob in NOTEBOOK_GLOBS)
+
+
+def published_results(executed: Path) -> dict:
+    """Every dict the executed notebook displayed under RESULTS_MIME, merged."""
+    import nbformat
+
+    results: dict = {}
+    for cell in nbformat.read(executed, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            results.update(output.get("data", {}).get(RESULTS_MIME, {}))
+    return results
 
 
 def cache_key(notebook: Path, root: Path) -> str:
@@ -95,8 +115,9 @@ def execute(notebook: Path, root: Path, target: Path) -> float:
 def on_files(files: Files, config) -> Files:
     root = ROOT
     _used.clear()
+    _results.clear()
     for file in list(files):
-        if not Path(file.src_uri).match(NOTEBOOK_GLOB):
+        if not is_notebook(file.src_uri):
             continue
         source = Path(file.abs_src_path)
         key = cache_key(source, root)
@@ -107,6 +128,7 @@ def on_files(files: Files, config) -> Files:
             seconds = execute(source, root, executed)
             log.info("executed %s in %.1f s", file.src_uri, seconds)
         _used[executed.name] = executed.parent
+        _results[source.stem] = published_results(executed)
         # Set on the file object mkdocs-jupyter made (its wrapper), which reads the
         # notebook from abs_src_path when it renders the page.
         file.abs_src_path = str(executed)
@@ -126,8 +148,25 @@ MATHJAX_CONFIG = re.compile(
 )
 
 
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    """Replace [[measured:NOTEBOOK:KEY]] with the number that notebook published in this build."""
+
+    def quote(match: re.Match) -> str:
+        notebook, key = match.groups()
+        if notebook not in _results:
+            raise PluginError(f"{page.file.src_uri}: no executed notebook named {notebook!r}")
+        if key not in _results[notebook]:
+            known = ", ".join(sorted(_results[notebook])) or "none"
+            raise PluginError(
+                f"{page.file.src_uri}: notebook {notebook!r} published no {key!r} (it has: {known})"
+            )
+        return str(_results[notebook][key])
+
+    return MEASURED.sub(quote, markdown)
+
+
 def on_post_page(html: str, page, config) -> str:
-    if not Path(page.file.src_uri).match(NOTEBOOK_GLOB):
+    if not is_notebook(page.file.src_uri):
         return html
     html = MATHJAX_CONFIG.sub("", html)
     html = REMOTE_SCRIPT.sub("", html)

@@ -214,6 +214,30 @@ def test_failing_notebook_cell_fails_the_build(tmp_path: Path):
     assert "this cell fails" in proc.stderr
 
 
+PUBLISHING_NOTEBOOK = """# %%
+from IPython.display import display
+
+results = {"answer": f"{6 * 7:.1f}"}
+display({"application/vnd.resnorm.results+json": results, "text/plain": str(results)}, raw=True)
+"""
+
+
+def test_measured_numbers_come_from_the_executed_notebook(tmp_path: Path):
+    page = "# Home\n\nThe notebook computed [[measured:probe:answer]].\n"
+    (tmp_path / "good").mkdir()
+    proc = _build(tmp_path / "good", {"index.md": page, "notebooks/probe.py": PUBLISHING_NOTEBOOK})
+    assert proc.returncode == 0, proc.stderr
+    html = (tmp_path / "good/site/index.html").read_text(encoding="utf-8")
+    assert "The notebook computed 42.0." in html
+
+
+def test_a_number_no_notebook_published_fails_the_build(tmp_path: Path):
+    page = "# Home\n\nSee [[measured:probe:question]].\n"
+    proc = _build(tmp_path, {"index.md": page, "notebooks/probe.py": PUBLISHING_NOTEBOOK})
+    assert proc.returncode != 0
+    assert "published no 'question'" in proc.stderr
+
+
 # --- Notebook cache -----------------------------------------------------------------
 
 
