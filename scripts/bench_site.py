@@ -66,8 +66,10 @@ def time_build(site: Path) -> float:
     return time.perf_counter() - start
 
 
-def time_builds() -> tuple[float, float, Path]:
-    """Cold (no notebook or diagram cache) then warm build; the real cache is restored."""
+def time_builds() -> tuple[float, float, Path, list[tuple[str, float]]]:
+    """Cold (no notebook or diagram cache) then warm build; the real cache is restored.
+
+    Also returns each notebook's execution time in the cold build."""
     cache = ROOT / ".cache"
     saved = Path(tempfile.mkdtemp()) / "cache"
     if cache.exists():
@@ -75,13 +77,14 @@ def time_builds() -> tuple[float, float, Path]:
     site = Path(tempfile.mkdtemp()) / "site"
     try:
         cold = time_build(site)
+        times = notebook_times()
     finally:
         if saved.exists():
             shutil.rmtree(cache, ignore_errors=True)
             shutil.move(str(saved), cache)
     time_build(site)  # make sure the restored cache is complete
     warm = time_build(site)
-    return cold, warm, site
+    return cold, warm, site, times
 
 
 def time_serve() -> tuple[float, float]:
@@ -181,6 +184,18 @@ def page_weights(site: Path) -> list[tuple[str, int, int]]:
     return rows
 
 
+def notebook_times() -> list[tuple[str, float]]:
+    """Execution time of each notebook, as recorded by hooks/notebooks.py in its cache."""
+    import json
+
+    times = []
+    for executed in sorted((ROOT / ".cache/notebooks").glob("*/*.ipynb")):
+        meta = json.loads(executed.read_text(encoding="utf-8"))["metadata"].get("resnorm", {})
+        if "execution_seconds" in meta:
+            times.append((executed.stem, meta["execution_seconds"]))
+    return times
+
+
 def row(label: str, seconds: float, goal: float | None = None) -> None:
     line = f"{label:34} {seconds:7.1f} s"
     if goal is not None:
@@ -198,9 +213,12 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
     if not args.no_tests:
         row("full test run (pytest):", time_tests(), 600)
-    cold, warm, site = time_builds()
+    cold, warm, site, times = time_builds()
     row("mkdocs build, cold cache:", cold)
     row("mkdocs build, warm cache:", warm)
+    for name, seconds in times:
+        row(f"  notebook {name}:", seconds, 90)
+    row("  all notebooks together:", sum(t for _, t in times), 360)
     first, rebuild = time_serve()
     row("mkdocs serve, start to first 200:", first, 5)
     row("mkdocs serve, rebuild after edit:", rebuild, 3)
