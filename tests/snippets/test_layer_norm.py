@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from snippets.layer_norm import LayerNorm
+from tests import norm_contract
 
 SHAPES = [5, (5,), (3, 5), [2, 3, 5]]
 SETTINGS = list(itertools.product(SHAPES, [1e-5, 1e-2], [True, False], [True, False]))
@@ -93,28 +94,12 @@ def test_low_precision_is_computed_in_fp32(dtype, device):
     torch.testing.assert_close(y, expected, atol=1e-2, rtol=1e-2)
 
 
-def test_wrong_trailing_dims_name_expected_and_actual():
-    with pytest.raises(ValueError, match=r"last 1 dim\(s\) are \(8,\), got trailing dims \(7,\)"):
-        LayerNorm(8)(torch.randn(2, 7))
-    with pytest.raises(
-        ValueError, match=r"last 2 dim\(s\) are \(3, 4\), got trailing dims \(4, 3\)"
-    ):
-        LayerNorm((3, 4))(torch.randn(5, 4, 3))
-    with pytest.raises(ValueError, match=r"got trailing dims \(4,\) \(input shape \(4,\)\)"):
-        LayerNorm((3, 4))(torch.randn(4))  # fewer dims than normalized_shape
+def test_bad_input_is_named():
+    norm_contract.check_input_errors(LayerNorm)
 
 
-def test_wrong_dtype_is_named():
-    with pytest.raises(TypeError, match=r"floating-point tensor, got torch\.int64"):
-        LayerNorm(3)(torch.ones(2, 3, dtype=torch.long))
-    with pytest.raises(TypeError, match="floating-point tensor, got list"):
-        LayerNorm(3)([1.0, 2.0, 3.0])
-
-
-@pytest.mark.parametrize("bad", [0, (), (3, 0), -2])
-def test_bad_normalized_shape(bad):
-    with pytest.raises(ValueError, match="normalized_shape must be"):
-        LayerNorm(bad)
+def test_bad_normalized_shape():
+    norm_contract.check_constructor_errors(LayerNorm)
 
 
 def test_bad_eps():
