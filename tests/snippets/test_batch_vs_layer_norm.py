@@ -17,6 +17,7 @@ from snippets.batch_vs_layer_norm import (
     sees_the_future,
     train_eval_gap,
 )
+from tests.checks import assert_same_forward_backward, copy_random_params
 
 SETTINGS = list(itertools.product([0.1, 0.5, None], [True, False], [True, False]))
 HAS_BIAS_ARG = "bias" in inspect.signature(nn.BatchNorm1d.__init__).parameters
@@ -33,11 +34,7 @@ def pair(c, momentum, affine, track_running_stats, device, dtype=torch.float32, 
     if not bias:
         kwargs["bias"] = False
     ours, ref = BatchNorm1d(c, **kwargs), nn.BatchNorm1d(c, **kwargs)
-    torch.manual_seed(1)
-    with torch.no_grad():
-        for p in ours.parameters():
-            p.uniform_(-2, 2)
-    ref.load_state_dict(ours.state_dict())
+    copy_random_params(ours, ref)
     return ours, ref
 
 
@@ -49,16 +46,8 @@ def test_matches_nn_batchnorm1d_train_then_eval(
     ours, ref = pair(5, momentum, affine, track_running_stats, device)
     torch.manual_seed(0)
     for step in range(3):  # several batches: the running statistics accumulate
-        x = (3 * torch.randn(*shape, device=device) + step).requires_grad_()
-        x_ref = x.detach().clone().requires_grad_()
-        y, y_ref = ours(x), ref(x_ref)
-        torch.testing.assert_close(y, y_ref, atol=1e-5, rtol=1e-5)
-        g = torch.randn_like(y)
-        y.backward(g)
-        y_ref.backward(g)
-        torch.testing.assert_close(x.grad, x_ref.grad, atol=1e-5, rtol=1e-5)
-        for (name, p), p_ref in zip(ours.named_parameters(), ref.parameters(), strict=True):
-            torch.testing.assert_close(p.grad, p_ref.grad, atol=1e-5, rtol=1e-5, msg=name)
+        x = 3 * torch.randn(*shape, device=device) + step
+        assert_same_forward_backward(ours, ref, x, atol=1e-5)
     for (name, b), b_ref in zip(ours.named_buffers(), ref.buffers(), strict=True):
         torch.testing.assert_close(b, b_ref, atol=1e-6, rtol=1e-5, msg=name)
     ours.eval(), ref.eval()

@@ -10,6 +10,7 @@ from torch import nn
 
 from snippets.layer_norm import LayerNorm
 from tests import norm_contract
+from tests.checks import assert_gradcheck, assert_same_forward_backward, copy_random_params
 
 SHAPES = [5, (5,), (3, 5), [2, 3, 5]]
 SETTINGS = list(itertools.product(SHAPES, [1e-5, 1e-2], [True, False], [True, False]))
@@ -21,11 +22,7 @@ def pair(normalized_shape, eps, elementwise_affine, bias, device, dtype=torch.fl
         eps=eps, elementwise_affine=elementwise_affine, bias=bias, device=device, dtype=dtype
     )
     ours, ref = LayerNorm(normalized_shape, **kwargs), nn.LayerNorm(normalized_shape, **kwargs)
-    torch.manual_seed(1)
-    with torch.no_grad():
-        for p in ours.parameters():
-            p.uniform_(-2, 2)
-    ref.load_state_dict(ours.state_dict())
+    copy_random_params(ours, ref)
     return ours, ref
 
 
@@ -36,18 +33,8 @@ def test_forward_and_backward_match_pytorch(
     ours, ref = pair(normalized_shape, eps, elementwise_affine, bias, device)
     trailing = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     torch.manual_seed(0)
-    x = (3 * torch.randn(4, 2, *trailing, device=device) + 1).requires_grad_()
-    x_ref = x.detach().clone().requires_grad_()
-
-    y, y_ref = ours(x), ref(x_ref)
-    torch.testing.assert_close(y, y_ref, atol=1e-6, rtol=1e-5)
-
-    grad_out = torch.randn_like(y)
-    y.backward(grad_out)
-    y_ref.backward(grad_out)
-    torch.testing.assert_close(x.grad, x_ref.grad, atol=1e-5, rtol=1e-5)
-    for (name, p), p_ref in zip(ours.named_parameters(), ref.parameters(), strict=True):
-        torch.testing.assert_close(p.grad, p_ref.grad, atol=1e-5, rtol=1e-5, msg=name)
+    x = 3 * torch.randn(4, 2, *trailing, device=device) + 1
+    assert_same_forward_backward(ours, ref, x)
 
 
 @pytest.mark.parametrize(
@@ -57,15 +44,7 @@ def test_gradcheck_fp64(elementwise_affine, bias, device):
     if device.type == "mps":
         pytest.skip("MPS has no float64")
     ours, _ = pair((3, 4), 1e-5, elementwise_affine, bias, device, dtype=torch.float64)
-    x = torch.randn(2, 3, 4, dtype=torch.float64, device=device, requires_grad=True)
-    names = [name for name, _ in ours.named_parameters()]
-    inputs = (x, *ours.parameters())
-
-    def f(x, *params):
-        return torch.func.functional_call(ours, dict(zip(names, params, strict=True)), (x,))
-
-    assert torch.autograd.gradcheck(f, inputs)
-    assert torch.autograd.gradgradcheck(f, inputs)
+    assert_gradcheck(ours, torch.randn(2, 3, 4, dtype=torch.float64, device=device))
 
 
 def test_parameters_and_defaults_match_pytorch():

@@ -11,6 +11,7 @@ from torch.nn import functional as F
 
 from snippets.rms_norm import EPS_PLACEMENTS, RMSNorm, rms_norm_eps
 from tests import norm_contract
+from tests.checks import assert_gradcheck, copy_random_params
 
 SHAPES = [5, (5,), (3, 5), [2, 3, 5]]
 SETTINGS = list(itertools.product(SHAPES, [None, 1e-6, 1e-2], [True, False]))
@@ -24,11 +25,7 @@ def pair(normalized_shape, eps, elementwise_affine, device, dtype=torch.float32)
     """Our module and PyTorch's, with the same (random, non-trivial) weight."""
     kwargs = dict(eps=eps, elementwise_affine=elementwise_affine, device=device, dtype=dtype)
     ours, ref = RMSNorm(normalized_shape, **kwargs), nn.RMSNorm(normalized_shape, **kwargs)
-    torch.manual_seed(1)
-    with torch.no_grad():
-        for p in ours.parameters():
-            p.uniform_(-2, 2)
-    ref.load_state_dict(ours.state_dict())
+    copy_random_params(ours, ref)
     return ours, ref
 
 
@@ -64,15 +61,7 @@ def test_gradcheck_fp64(elementwise_affine, device):
     if device.type == "mps":
         pytest.skip("MPS has no float64")
     ours, _ = pair((3, 4), None, elementwise_affine, device, dtype=torch.float64)
-    x = torch.randn(2, 3, 4, dtype=torch.float64, device=device, requires_grad=True)
-    names = [name for name, _ in ours.named_parameters()]
-    inputs = (x, *ours.parameters())
-
-    def f(x, *params):
-        return torch.func.functional_call(ours, dict(zip(names, params, strict=True)), (x,))
-
-    assert torch.autograd.gradcheck(f, inputs)
-    assert torch.autograd.gradgradcheck(f, inputs)
+    assert_gradcheck(ours, torch.randn(2, 3, 4, dtype=torch.float64, device=device))
 
 
 def test_parameters_and_defaults_match_pytorch():
