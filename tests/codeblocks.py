@@ -184,6 +184,18 @@ def chain(block: Block) -> list[Block]:
     return out
 
 
+def chain_group(block: Block, blocks: list[Block]) -> list[Block]:
+    """The whole chain ``block`` belongs to: its first block and every block that
+    continues it, in page order (continuations are linear: each continues the
+    executable block just above it)."""
+    root = chain(block)[0]
+    group = [root]
+    for other in blocks:
+        if other.previous is group[-1]:
+            group.append(other)
+    return group
+
+
 RUNNER = r"""
 import contextlib, io, json, sys, traceback
 blocks = json.loads(sys.stdin.read())
