@@ -37,7 +37,7 @@ NOTEBOOK_GLOBS = ("notebooks/*.py", "experiments/*.py")
 # type; a page quotes one as [[measured:NOTEBOOK:KEY]] (NOTEBOOK = file stem).
 RESULTS_MIME = "application/vnd.resnorm.results+json"
 MEASURED = re.compile(r"\[\[measured:([\w-]+):([\w-]+)\]\]")
-SNIPPET_NAME = re.compile(r"\bsnippets[./]([A-Za-z_]\w*)")
+SNIPPET_NAME = re.compile(r"(?<![\w/])snippets[./]([A-Za-z_]\w*)")  # not tests/snippets/
 CELL_TIMEOUT_S = 600
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository
