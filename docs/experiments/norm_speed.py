@@ -1,0 +1,777 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Making norms fast
+#
+# How long does a LayerNorm or an RMSNorm take, and how close does it get to
+# what the machine can do? This page races four implementations of each norm:
+# the from-scratch modules of this handbook (`snippets/layer_norm.py`,
+# `snippets/rms_norm.py`), `nn.LayerNorm` / `nn.RMSNorm`, `F.layer_norm` /
+# `F.rms_norm`, and `torch.compile` of the from-scratch modules. It times them
+# on several tensor sizes, forward alone and forward plus backward, and turns
+# every time into an achieved bandwidth, compared with the bandwidth of a plain
+# copy measured on the same machine in the same run. The code is
+# `snippets/norm_speed.py`.
+#
+# **Timings vary from run to run and from machine to machine.** Every time,
+# bandwidth, speedup and verdict on this page was measured when this page was
+# built, on the machine that built it (its CPU and thread count are printed
+# below), which may have been running other work at the same time. The
+# non-timing numbers (bytes, operation counts, numerical errors) are the same
+# on every run.
+
+# %% [markdown]
+# ## What we expected
+#
+# **The claim.** Articles on Pre-LN Transformers often say that RMSNorm "cuts
+# 7–64 % of the normalization FLOPs", makes inference more efficient, and is
+# what makes large models fast. The figure comes from Zhang & Sennrich 2019
+# ([arXiv 1910.07467](https://arxiv.org/abs/1910.07467)), whose abstract says
+# RMSNorm "reduces the running time by 7%∼64% on different models". It is a
+# running-time reduction of **whole models** (in TensorFlow, Theano and
+# PyTorch, on GPUs), not a FLOP count of the norm: in the paper's result
+# tables, as transcribed on the
+# [RMSNorm page](../../foundations/rmsnorm/#is-rmsnorm-what-makes-llms-fast),
+# the Transformer-base model saves 6.9 % (the "7 %"), and the "64 %" is
+# pRMSNorm, the partial variant, on a GRU order-embedding model (63.9 %); plain
+# RMSNorm peaks at 40.8 %. Those per-model figures come from transcriptions of
+# the tables that agree with each other, not from a check of the PDF.
+#
+# **FLOPs.** Per element of $x$, the LayerNorm forward adds for the mean,
+# subtracts it, squares, adds for the variance, multiplies by
+# $1/\sqrt{\sigma^2+\varepsilon}$, by $\gamma$, and adds $\beta$; RMSNorm
+# squares, adds, multiplies by $1/\mathrm{RMS}$ and by $\gamma$. RMSNorm does
+# fewer flops per element (counted in the first code cell), but a norm is
+# **memory-bound**: it does about one flop per byte it moves, while a CPU core
+# or a GPU can do many flops in the time it takes to move one byte (measured
+# below as the "ridge point"). Its time is therefore set by the bytes it reads
+# and writes, and those are almost the same for both norms: read $x$, write
+# $y$, plus a vector or two of parameters.
+#
+# **So we expected** a well-implemented RMSNorm and a well-implemented
+# LayerNorm to take about the same time, both close to a copy of $x$, and any
+# large difference between them to come from **how many passes over memory an
+# implementation makes**, not from the formula. PyTorch runs LayerNorm as
+# one dedicated kernel (`native_layer_norm`, seen below); its fused RMSNorm
+# kernels are recent (CUDA: pytorch/pytorch PR #153666, 2025; MPS:
+# PR #145301), so on a CPU `nn.RMSNorm` may run as a chain of elementwise
+# operations. Eager from-scratch code runs each operation of its formula as
+# its own pass over memory; `torch.compile` can fuse them.
+#
+# **The goal** set for this page: the fastest RMSNorm reaches at least half of
+# the measured copy bandwidth at the large sizes on the CPU.
+
+# %% [markdown]
+# ## Settings
+#
+# - Inputs $x$ of shape (rows, hidden) = (4096, 1024), (2048, 4096),
+#   (4096, 4096), float32: 16, 32 and 64 MiB. The last two are the "large
+#   sizes": many times a core's L2 cache, and at or above the largest block
+#   the C library's `malloc` keeps for reuse by default (see "The allocator"
+#   below). The caches of the machine are printed below; a last-level cache
+#   shared with other work may hold part of them.
+# - $x = 2\,\mathcal{N}(0, 1) + 0.5$, seeded from the shape; the upstream
+#   gradient is $\cos(x)$. Weights uniform in $[0.5, 1.5]$ and LayerNorm's bias
+#   uniform in $[-0.5, 0.5]$, seeded from hidden; every implementation of a
+#   norm shares the same parameter tensors.
+# - $\varepsilon = 10^{-5}$ for both norms (`nn.RMSNorm`'s default would be the
+#   float32 machine epsilon; the value does not change the speed).
+# - **forward**: one call under `torch.no_grad()`. **forward+backward**: one
+#   call and `torch.autograd.grad` with respect to $x$ and every parameter.
+# - Timing: the median of 3 samples; for the `torch.compile` variant, after a
+#   first call timed apart, which compiles it (the eager ones have run on
+#   smaller inputs before they are timed). A sample is 1 to
+#   10 back-to-back calls (100 on a GPU), as many as make it last about 10 ms
+#   if a call took as long as a copy of $x$; the table prints the count.
+#   On a GPU, `torch.cuda.synchronize` closes every sample.
+# - Copy bandwidth: `dst.copy_(src)` on as many elements as $x$, counted as
+#   2 × size (read + write), measured just before each size's norms; and
+#   `src.clone()`, a copy into a tensor allocated on every call, as a norm's
+#   output is.
+# - `torch.compile(module, dynamic=True)` with the default Inductor backend:
+#   one compilation per norm, hidden size and grad mode, serving every row
+#   count. Its compile time is reported.
+# - Threads: PyTorch's default, printed below; nothing is changed.
+# - Memory: the C library's default `malloc` settings, until the section
+#   "The allocator", which changes them for the rest of the notebook and
+#   measures the large sizes again.
+# - Seed 0 for anything else.
+
+# %%
+import mmap
+import os
+import platform
+import re
+import time
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import torch
+from IPython.display import display
+from matplotlib.ticker import FuncFormatter, LogLocator
+
+from snippets.layer_norm import LayerNorm
+from snippets.norm_speed import (
+    FORWARD_FLOPS_PER_ELEMENT,
+    IMPLEMENTATIONS,
+    NORMS,
+    PASSES,
+    benchmark,
+    bytes_moved,
+    fastest,
+    keep_freed_memory,
+    matmul_flops,
+    max_error,
+    minor_page_faults,
+    norm_call,
+    norm_variants,
+    op_traffic,
+    speedup,
+)
+from snippets.rms_norm import RMSNorm
+
+torch.manual_seed(0)
+SIZES = [(4096, 1024), (2048, 4096), (4096, 4096)]
+LARGE = SIZES[-2:]
+LARGEST = SIZES[-1]
+DTYPE = torch.float32
+SCRATCH = {"layer_norm": LayerNorm, "rms_norm": RMSNorm}
+NAMES = {
+    ("layer_norm", "scratch"): "LayerNorm from scratch",
+    ("layer_norm", "nn"): "nn.LayerNorm",
+    ("layer_norm", "F"): "F.layer_norm",
+    ("layer_norm", "compiled"): "compiled LayerNorm",
+    ("rms_norm", "scratch"): "RMSNorm from scratch",
+    ("rms_norm", "nn"): "nn.RMSNorm",
+    ("rms_norm", "F"): "F.rms_norm",
+    ("rms_norm", "compiled"): "compiled RMSNorm",
+}
+
+
+def machine():
+    """CPU model and cache sizes, from Linux's /proc and /sys when they exist."""
+    name, caches = platform.processor() or platform.machine(), []
+    try:
+        with open("/proc/cpuinfo") as f:
+            models = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
+        name = models[0] if models else name
+        for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+            level, kind = (index / "level").read_text().strip(), (index / "type").read_text()
+            if kind.strip() != "Instruction":
+                caches.append(f"L{level} {(index / 'size').read_text().strip()}")
+    except OSError:
+        pass
+    return name, ", ".join(caches) or "unknown"
+
+
+cpu, caches = machine()
+print(f"torch {torch.__version__}; CPU {cpu}; {os.cpu_count()} logical CPUs")
+print(f"caches per core or shared (cpu0): {caches}")
+print(f"torch.get_num_threads() = {torch.get_num_threads()}; CUDA: {torch.cuda.is_available()}")
+for norm, flops in FORWARD_FLOPS_PER_ELEMENT.items():
+    print(f"{norm}: {flops} flops per element, forward; {flops / 8:.2f} flop per byte in fp32")
+fewer = 1 - FORWARD_FLOPS_PER_ELEMENT["rms_norm"] / FORWARD_FLOPS_PER_ELEMENT["layer_norm"]
+print(f"RMSNorm does {fewer:.0%} fewer flops per element than LayerNorm")
+
+# %% [markdown]
+# ## The bytes we count
+#
+# A call's achieved bandwidth is the **fewest bytes it must move** divided by
+# its time (`bytes_moved` in the snippet). For $x$ of $R \times H$ elements of
+# $b$ bytes:
+#
+# - **forward** reads $x$ and $\gamma$ (and $\beta$), and writes $y$;
+# - **forward, when training**, also writes the per-row statistics kept for
+#   the backward pass (LayerNorm: the mean and $1/\sigma$; RMSNorm:
+#   $1/\mathrm{RMS}$), in float32;
+# - **backward** reads $x$, $\partial L/\partial y$, the statistics and
+#   $\gamma$, and writes $\partial L/\partial x$ and $\partial L/\partial\gamma$
+#   (and $\partial L/\partial\beta$).
+#
+# So forward moves $2RHb$ bytes plus the parameters, and forward+backward
+# $5RHb$ plus small terms: $\partial L/\partial x$ needs both $x$ (to rebuild
+# $\hat x$ from the saved statistics) and $\partial L/\partial y$. This is the
+# traffic of an ideal implementation that reads each tensor once; one that makes
+# more passes moves more bytes, which shows up as a lower achieved bandwidth
+# by this count. A copy of $x$ moves $2RHb$, the same as an ideal forward.
+
+# %%
+rows, hidden = LARGEST
+size = rows * hidden * DTYPE.itemsize
+for norm in NORMS:
+    for p in PASSES:
+        moved = bytes_moved(norm, rows, hidden, itemsize=DTYPE.itemsize, passes=p)
+        print(f"{norm:10} {p:16}: {moved:>11,} bytes = {moved / size:.3f} x the size of x")
+
+# %% [markdown]
+# ## What each eager implementation runs
+#
+# Before timing anything: which operations does one eager call run, and how
+# many bytes do they move? `op_traffic` records every ATen operation that
+# reads or writes a tensor as large as $x$ (with a `TorchDispatchMode`) and
+# adds up those tensors. When $x$ is far larger than the caches, nothing stays
+# in cache from one operation to the next, so this is what the call moves;
+# the ideal count divided by it is then the largest fraction of copy
+# bandwidth the implementation can reach.
+
+# %%
+probe = torch.randn(64, 1024, generator=torch.Generator().manual_seed(0))
+unit = probe.numel() * probe.element_size()
+ceiling = {}  # (norm, impl, passes) -> ideal bytes / eager bytes
+for norm in NORMS:
+    variants = norm_variants(norm, 1024, SCRATCH[norm], compile=False)
+    params = list(variants["nn"].parameters())
+    for impl in ("scratch", "nn", "F"):
+        for p in PASSES:
+            ops = op_traffic(variants[impl], probe, params, passes=p)
+            moved = sum(b for _, b in ops) / unit
+            ideal = bytes_moved(norm, *probe.shape, passes=p) / unit
+            ceiling[(norm, impl, p)] = ideal / moved
+            names = " ".join(name for name, _ in ops)
+            print(f"{NAMES[(norm, impl)]:23} {p:16} {len(ops):2} ops, {moved:4.0f}x size of x")
+            print(f"{'':23} {names}")
+
+# %% [markdown]
+# The fused `native_layer_norm` kernels move the ideal traffic. Every other
+# eager line above is a chain of operations, each one a full pass over memory,
+# and several write a temporary as large as $x$ that the next one reads back.
+#
+# `torch.compile` replaces such a chain with generated kernels. The next cell
+# compiles the from-scratch modules once on a small input and lists the
+# kernels Inductor generated (with `torch._inductor.utils.run_and_get_code`,
+# a testing helper of PyTorch; if it is missing, the cell says so).
+
+# %%
+compile_seconds = {}
+try:
+    from torch._inductor.utils import run_and_get_code
+except ImportError as err:
+    run_and_get_code = None
+    print(f"kernels not listed: {err}")
+for norm in NORMS:
+    variants = norm_variants(norm, 1024, SCRATCH[norm])
+    params = list(variants["nn"].parameters())
+    for p in PASSES if run_and_get_code else ():
+        call = norm_call(variants["compiled"], probe, params, passes=p)
+        start = time.perf_counter()
+        try:
+            _, sources = run_and_get_code(call)
+        except Exception as err:  # e.g. no C++ compiler: the benchmark will say so too
+            print(f"compiled {norm:10} {p:16}: failed ({type(err).__name__}: {err})")
+            continue
+        finally:
+            compile_seconds[(norm, p)] = time.perf_counter() - start
+        kernels = [k for s in sources for k in re.findall(r"^(\w+) = async_compile", s, re.M)]
+        print(f"compiled {norm:10} {p:16}: {len(kernels)} kernel(s): {', '.join(kernels)}")
+
+# %% [markdown]
+# ## Same numbers from every implementation
+#
+# A race is fair only if every runner computes the same function. For each
+# norm and hidden size, every implementation's output and gradients (with
+# respect to $x$ and the parameters) are compared with `nn.LayerNorm` /
+# `nn.RMSNorm` on a small input. These are also the objects timed below; the
+# first call of each compiled one compiles it.
+
+# %%
+built = {}
+for hidden in sorted({h for _, h in SIZES}):
+    x = 2 * torch.randn(16, hidden, generator=torch.Generator().manual_seed(hidden)) + 0.5
+    for norm in NORMS:
+        variants = norm_variants(norm, hidden, SCRATCH[norm], device="cpu")
+        start = time.perf_counter()
+        try:
+            errors = max_error(variants, x)
+        except Exception as err:  # torch.compile could not build its kernels here
+            print(f"compiled {norm} left out: {type(err).__name__}: {err}".splitlines()[0])
+            del variants["compiled"]
+            errors = max_error(variants, x)
+        compile_seconds[(norm, hidden)] = time.perf_counter() - start
+        built[(norm, hidden)] = variants
+        same = {impl: err < 1e-4 for impl, err in errors.items()}
+        print(f"{norm:10} hidden {hidden}: same as nn (max |diff| < 1e-4): {same}")
+        assert all(same.values()), errors
+total_compile = sum(compile_seconds.values())
+print(f"time spent compiling (and checking) so far: {total_compile:.1f} s")
+
+# %% [markdown]
+# ## The race, on the CPU
+#
+# Each size starts with its copy bandwidth, and with the bandwidth of a copy
+# into a new tensor (`clone`) as a percentage of it. Each line then gives, per
+# size, the time per call, the achieved bandwidth by the ideal byte count, and
+# that bandwidth as a percentage of the copy bandwidth of the same size.
+
+
+# %%
+def print_table(table):
+    sizes = sorted({(r["rows"], r["hidden"]) for r in table}, key=lambda s: s[0] * s[1])
+    ceil = {(r["rows"], r["hidden"]): r for r in table}  # a row of each size: its ceilings
+
+    def line(label, cells):
+        print(f"{label:24}" + "".join(f"{c:>22}" for c in cells))
+
+    for p in PASSES:
+        print(f"{p}: ms per call | GB/s | % of copy bandwidth")
+        line("", [f"{r} x {h}" for r, h in sizes])
+        line("calls per sample", [ceil[s]["number"] for s in sizes])
+        line("copy bandwidth", [f"{ceil[s]['copy_gbps']:.1f} GB/s" for s in sizes])
+        clone = [
+            (ceil[s]["clone_gbps"], 100 * ceil[s]["clone_gbps"] / ceil[s]["copy_gbps"])
+            for s in sizes
+        ]
+        line("copy to a new tensor", [f"{g:.1f} GB/s {pct:4.0f}%" for g, pct in clone])
+        for norm in NORMS:
+            for impl in IMPLEMENTATIONS:
+                cells = {
+                    (r["rows"], r["hidden"]): r
+                    for r in table
+                    if (r["norm"], r["impl"], r["passes"]) == (norm, impl, p)
+                }
+                if cells:
+                    line(
+                        NAMES[(norm, impl)],
+                        [
+                            f"{c['seconds'] * 1e3:.2f} {c['gbps']:5.1f} {c['pct_of_copy']:4.0f}%"
+                            if (c := cells.get(s))
+                            else "-"
+                            for s in sizes
+                        ],
+                    )
+        print()
+
+
+start = time.perf_counter()
+table, failures = benchmark(
+    SIZES,
+    lambda norm, hidden: built[(norm, hidden)],
+    first_call=("compiled",),
+    repeats=3,
+    min_sample_s=0.01,
+)
+bench_seconds = time.perf_counter() - start
+for (norm, impl), why in failures.items():
+    print(f"{NAMES[(norm, impl)]} could not run and is left out: {why}")
+print_table(table)
+first = sum(r["first_call_s"] for r in table if r["impl"] == "compiled")
+print(f"benchmark: {bench_seconds:.0f} s; first calls of the compiled variants: {first:.1f} s")
+print(f"compiling in total, before and during the benchmark: {total_compile + first:.1f} s")
+
+
+# %% [markdown]
+# ## Roofline view
+#
+# For a memory-bound operation the roof is a bandwidth, not a flop rate. Each
+# panel plots the achieved bandwidth of every implementation against the size
+# of $x$, under the copy bandwidth of the same size (black, dotted): the
+# ceiling. The grey dashed line is the copy into a new tensor. Small sizes can
+# beat the large-size ceiling because $x$ then fits in cache.
+
+
+# %%
+def roofline(table, title):
+    sizes = sorted({(r["rows"], r["hidden"]) for r in table}, key=lambda s: s[0] * s[1])
+    labels = [f"{r}x{h}\n{r * h * DTYPE.itemsize / 2**20:.0f} MiB" for r, h in sizes]
+    ceil = {(r["rows"], r["hidden"]): r for r in table}
+    styles = {
+        "scratch": ("o-", "from scratch"),
+        "nn": ("s-", "nn.LayerNorm / nn.RMSNorm"),
+        "F": ("^--", "F.layer_norm / F.rms_norm"),
+        "compiled": ("D-", "torch.compile of the from-scratch module"),
+    }
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharey=True, constrained_layout=True)
+    for i, p in enumerate(PASSES):
+        for j, norm in enumerate(NORMS):
+            ax = axes[i, j]
+            xs = list(range(len(sizes)))
+            ax.plot(xs, [ceil[s]["copy_gbps"] for s in sizes], "k:", lw=2.5, label="copy (ceiling)")
+            clone = [ceil[s]["clone_gbps"] for s in sizes]
+            ax.plot(xs, clone, "--", color="grey", label="copy to a new tensor")
+            for impl in IMPLEMENTATIONS:
+                pts = {
+                    (r["rows"], r["hidden"]): r["gbps"]
+                    for r in table
+                    if (r["norm"], r["impl"], r["passes"]) == (norm, impl, p)
+                }
+                at = [k for k, s in enumerate(sizes) if s in pts]
+                style, label = styles[impl]
+                ax.plot(at, [pts[sizes[k]] for k in at], style, label=label)
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+            ax.set_xticks(xs, labels)
+            ax.set_title(f"{'LayerNorm' if norm == 'layer_norm' else 'RMSNorm'}, {p}")
+            ax.set_xlabel("x: rows x hidden, float32")
+            if j == 0:
+                ax.set_ylabel("achieved bandwidth, GB/s\n(ideal bytes / time)")
+            ax.grid(True, which="both", alpha=0.3)
+    handles, names = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside lower center", ncol=3, fontsize=9)
+    fig.suptitle(title)
+    plt.show()
+
+
+roofline(table, f"CPU, {torch.get_num_threads()} threads: achieved bandwidth under the copy roof")
+
+# %% [markdown]
+# The ridge point of the roofline, measured here: the flop rate of a float32
+# matrix product divided by the copy bandwidth at the largest size. An
+# operation with fewer flops per byte than that is limited by memory.
+
+# %%
+largest = next(r for r in table if (r["rows"], r["hidden"]) == LARGEST)
+copy_large = largest["copy_gbps"]
+flops = matmul_flops(1024, warmup=1, repeats=3) / 1e9
+print(f"copy bandwidth at {LARGEST[0]} x {LARGEST[1]}: {copy_large:.1f} GB/s")
+print(f"float32 matmul 1024 x 1024: {flops:.0f} GFLOP/s")
+print(f"ridge point: {flops / copy_large:.0f} flop per byte")
+for norm, f in FORWARD_FLOPS_PER_ELEMENT.items():
+    print(f"{norm}: {f / 8:.2f} flop per byte -> memory-bound: {f / 8 < flops / copy_large}")
+
+# %% [markdown]
+# ## RMSNorm against LayerNorm
+#
+# The paper reports the **running time saved**, $1 - t_\text{RMSNorm} /
+# t_\text{LayerNorm}$; the lines below give it for the same implementation of
+# both norms, and for the fastest RMSNorm against the fastest LayerNorm, at
+# every size. A negative value means RMSNorm was slower. The verdict uses the
+# large sizes, where a call lasts long enough to time well.
+
+
+# %%
+def saved(table, rows, hidden, p, rms_impl, ln_impl):
+    kw = {"rows": rows, "hidden": hidden, "passes": p}
+    return 1 - 1 / speedup(table, rms_impl=rms_impl, ln_impl=ln_impl, **kw)
+
+
+def fastest_pair(table, rows, hidden, p):
+    kw = {"rows": rows, "hidden": hidden, "passes": p}
+    return fastest(table, "rms_norm", **kw)["impl"], fastest(table, "layer_norm", **kw)["impl"]
+
+
+timed = {(r["norm"], r["impl"]) for r in table}
+measured_impls = [i for i in IMPLEMENTATIONS if all((n, i) in timed for n in NORMS)]
+head = "".join(f"{f'{r} x {h}':>13}" for r, h in SIZES)
+fastest_saved = []
+for p in PASSES:
+    print(f"{p}: time saved by RMSNorm\n{'':22}{head}")
+    for impl in measured_impls:
+        line = "".join(f"{saved(table, r, h, p, impl, impl):13.0%}" for r, h in SIZES)
+        print(f"{impl + ' vs ' + impl:22}{line}")
+    cells = [saved(table, r, h, p, *fastest_pair(table, r, h, p)) for r, h in SIZES]
+    fastest_saved += [c for c, size in zip(cells, SIZES, strict=True) if size in LARGE]
+    print(f"{'fastest vs fastest':22}" + "".join(f"{c:13.0%}" for c in cells))
+    print()
+
+lo, hi = min(fastest_saved), max(fastest_saved)
+if hi < 0.07:
+    where = "below the paper's 7-64 %"
+elif lo >= 0.07 and hi <= 0.64:
+    where = "inside the paper's 7-64 %"
+else:
+    where = "partly inside the paper's 7-64 %"
+verdict = (
+    f"the norm alone, fastest vs fastest, large sizes: RMSNorm saves {lo:.0%} to {hi:.0%} "
+    f"of the time on this machine, {where}; the paper's 7-64 % are whole-model running times"
+)
+print("Verdict:", verdict)
+
+# %% [markdown]
+# ## The goal: half the copy bandwidth
+#
+# Is the fastest RMSNorm at least half as fast as a copy at the large sizes?
+# And how far could each eager implementation get at best, given the traffic
+# its chain of operations moves (from the operation count above)?
+
+
+# %%
+def goal_lines(table, tag):
+    met = {}
+    for p in PASSES:
+        for r, h in LARGE:
+            best = fastest(table, "rms_norm", rows=r, hidden=h, passes=p)
+            met[(p, (r, h))] = best["pct_of_copy"] >= 50
+            print(
+                f"{tag}{p:16} {r} x {h}: fastest RMSNorm is {NAMES[('rms_norm', best['impl'])]}, "
+                f"{best['pct_of_copy']:.0f}% of copy bandwidth -> goal met: {met[(p, (r, h))]}"
+            )
+    return met
+
+
+goal = goal_lines(table, "")
+print()
+for (norm, impl, p), c in ceiling.items():
+    if norm == "rms_norm":
+        print(f"at best, by its traffic, {NAMES[(norm, impl)]}, {p}: {c:.0%} of copy bandwidth")
+pct_clone = 100 * largest["clone_gbps"] / largest["copy_gbps"]
+print(
+    f"a copy into a new tensor at {LARGEST[0]} x {LARGEST[1]}: {pct_clone:.0f}% of copy bandwidth"
+)
+
+# %% [markdown]
+# ## The allocator
+#
+# Even a plain copy loses speed when it writes into a **new** tensor at the
+# large sizes (the "copy to a new tensor" line). Every norm call writes a new
+# output (and an eager chain writes new temporaries), so it pays the same
+# price. The reason is how memory is allocated, not how it is read: PyTorch's
+# CPU allocator takes each tensor from the C library's `malloc` and returns
+# it with `free` (pytorch/pytorch `c10/core/impl/alloc_cpu.cpp`). glibc's
+# `malloc` serves a block above its mmap threshold, which it raises
+# dynamically up to 32 MiB on 64-bit systems (`DEFAULT_MMAP_THRESHOLD_MAX` in
+# glibc `malloc/malloc.c`), with a fresh `mmap`, and unmaps it on `free`. The
+# next call's output lands on fresh pages, and each page faults on its first
+# write while the kernel fills it with zeros. The page faults of one call,
+# counted by the operating system:
+
+# %%
+x_large = 2 * torch.randn(*LARGEST, generator=torch.Generator().manual_seed(1)) + 0.5
+ln = built[("layer_norm", LARGEST[1])]["nn"]
+one_ln_call = norm_call(ln, x_large, list(ln.parameters()))
+dst = torch.empty_like(x_large)
+page = mmap.PAGESIZE
+
+
+def faults(tag):
+    for name, fn in [
+        ("nn.LayerNorm forward", one_ln_call),
+        ("copy to a new tensor", x_large.clone),
+        ("copy into an existing tensor", lambda: dst.copy_(x_large)),
+    ]:
+        fn(), fn()  # first calls, so that only the steady state is counted
+        counts = [minor_page_faults(fn) for _ in range(3)]
+        if None in counts:
+            print(f"{tag}{name}: page faults cannot be counted on this platform")
+            continue
+        per_call = sum(counts) / len(counts)
+        pages = per_call * page / x_large.numel() / x_large.element_size()
+        print(
+            f"{tag}{name}: {per_call:.0f} page faults of {page} bytes per call "
+            f"(mean of 3) = {pages:.2f} x the size of x"
+        )
+
+
+faults("default allocator | ")
+
+# %% [markdown]
+# The PyTorch performance tuning guide recommends jemalloc or TCMalloc on the
+# CPU because they reuse memory "as much as possible" (pytorch/tutorials,
+# `recipes_source/recipes/tuning_guide.py`, "Switch Memory allocator"). The
+# same effect is available from glibc itself: raising its mmap and trim
+# thresholds (`mallopt`, or the environment variables
+# `MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` at start-up; glibc
+# manual, "Malloc Tunable Parameters") keeps freed blocks on the heap for the
+# next call. `keep_freed_memory` does that for this notebook's process, from
+# here on; the large sizes are then measured again, for `nn.LayerNorm` and
+# the two compiled modules.
+
+# %%
+reuse = keep_freed_memory(1 << 30)
+print("glibc now keeps freed blocks up to 1 GiB for reuse:", reuse)
+goal_reuse = {}
+if reuse:
+    faults("memory reused | ")
+    fastest_kinds = [("layer_norm", "nn"), ("layer_norm", "compiled"), ("rms_norm", "compiled")]
+    reuse_table, _ = benchmark(
+        LARGE,
+        lambda n, h: built[(n, h)],
+        only=fastest_kinds,
+        first_call=("compiled",),
+        min_sample_s=0.01,
+    )
+    print()
+    print_table(reuse_table)
+    goal_reuse = goal_lines(reuse_table, "memory reused | ")
+else:
+    print("The C library here has no mallopt: the large sizes are not measured again.")
+
+# %% [markdown]
+# ## On a GPU
+#
+# The same measurement runs on CUDA when PyTorch sees a GPU, with up to 100
+# calls per sample and `torch.cuda.synchronize` closing each sample. PyTorch's
+# CUDA caching allocator keeps freed blocks for reuse by design, so the
+# allocator question above does not arise there. Without a GPU the cell says
+# so.
+
+# %%
+if torch.cuda.is_available():
+    print("GPU:", torch.cuda.get_device_name())
+
+    def cuda_variants(norm, hidden):
+        return norm_variants(norm, hidden, SCRATCH[norm], device="cuda")
+
+    gpu_table, gpu_failures = benchmark(
+        SIZES, cuda_variants, device="cuda", repeats=3, min_sample_s=0.01, max_number=100
+    )
+    for (norm, impl), why in gpu_failures.items():
+        print(f"{NAMES[(norm, impl)]} could not run on the GPU and is left out: {why}")
+    print_table(gpu_table)
+    roofline(gpu_table, f"CUDA, {torch.cuda.get_device_name()}: achieved bandwidth")
+    for p in PASSES:
+        kw = {"rows": LARGEST[0], "hidden": LARGEST[1], "passes": p}
+        best = fastest(gpu_table, "rms_norm", **kw)
+        nn_vs_nn = speedup(gpu_table, rms_impl="nn", ln_impl="nn", **kw)
+        print(
+            f"GPU {p}: fastest RMSNorm {NAMES[('rms_norm', best['impl'])]}, "
+            f"{best['pct_of_copy']:.0f}% of copy; nn.RMSNorm vs nn.LayerNorm {nn_vs_nn:.2f}x"
+        )
+else:
+    print("GPU part skipped: torch.cuda.is_available() is False on this machine.")
+
+# %% [markdown]
+# ## What we saw
+#
+# **The formula is not the speed.** RMSNorm does fewer flops per element, yet
+# both norms sit far below the ridge point: memory traffic sets their time.
+# Which norm is faster depends on the implementation, and the operation
+# counts explain it before any clock is read:
+#
+# - `nn.LayerNorm` and `F.layer_norm` run one fused kernel forward and one
+#   backward, with the ideal traffic.
+# - On the CPU, `nn.RMSNorm` and `F.rms_norm` run the same chain of
+#   elementwise operations and reductions as the from-scratch RMSNorm,
+#   several times the ideal traffic, so the same-implementation comparison
+#   "nn vs nn" puts LayerNorm ahead on this CPU (its sign is in the table
+#   above). The fused RMSNorm kernels PyTorch has added are for CUDA and MPS.
+# - The from-scratch LayerNorm moves more bytes than the from-scratch RMSNorm
+#   (the counts above): subtracting the mean costs a reduction and more full
+#   elementwise passes. Between these two eager modules RMSNorm should win,
+#   and the "scratch vs scratch" line gives the measured margin. That is the
+#   situation the paper measured, in frameworks that ran each step of the
+#   formula as its own kernel.
+# - `torch.compile` turns each from-scratch module into a few fused kernels
+#   (listed above), so the two compiled norms move almost the same bytes;
+#   "compiled vs compiled" shows how close their times came here.
+#
+# **On "7–64 %".** It is not a FLOP count, and it is not a property of the
+# norm: it is the running time of whole models in 2019 frameworks. For the
+# norm alone, the verdict line compares the fastest RMSNorm with the fastest
+# LayerNorm on this machine, the comparison a practitioner can choose. In a
+# Transformer the norm is also a small part of the time: the matrix products
+# next to it do $O(H)$ flops per element of the residual stream against the
+# norm's handful, so a saving on the norm shrinks further in a whole model.
+# For Transformers the paper's own figure is the 6.9 % of Transformer-base;
+# 64 % belongs to pRMSNorm on a recurrent model. And "RMSNorm makes inference
+# more efficient" holds only where the RMSNorm kernel is as good as the
+# LayerNorm kernel it replaces; `nn.RMSNorm` on a CPU, whose chain of
+# operations moves several times the bytes of `nn.LayerNorm`'s one kernel,
+# is not.
+#
+# **On the goal.** The goal lines say, for each large size, whether the
+# fastest RMSNorm reached half the copy bandwidth, first with the default
+# allocator, then with freed memory kept for reuse. Where it falls short, the
+# causes are the ones this page measures:
+#
+# 1. **Fresh pages.** With glibc's default settings every output of 32 MiB or
+#    more lands on newly mapped memory, and its page faults (counted above)
+#    add to the time of the byte stream itself. A copy into a new tensor,
+#    which does no arithmetic at all, shows how much this costs. It slows
+#    every out-of-place operation, not only the norms; keeping freed memory
+#    for reuse removes most of it (the page-fault counts after the change
+#    show how much).
+# 2. **Passes over memory.** An eager RMSNorm cannot exceed the "at best"
+#    fraction printed for it: its chain of operations moves several times the
+#    ideal bytes, whatever the allocator. Only a fused kernel (here
+#    `torch.compile`) can approach the copy.
+# 3. **The weight gradient.** $\partial L/\partial\gamma$ is a sum over all
+#    rows. The backward kernel that this PyTorch version generates (its
+#    source is what `run_and_get_code` returns) first sums it over all rows
+#    and then computes $\partial L/\partial x$ row by row, so it reads $x$
+#    and $\partial L/\partial y$ twice: forward+backward stays further from
+#    the copy than the forward.
+# 4. **Few, shared cores.** With two threads on a machine that runs other
+#    work, each parallel region waits until both threads have a core; that
+#    costs more the more regions a call runs, and it makes short timings
+#    coarse. The copy bandwidth itself moves from run to run, as the
+#    last-level cache is shared with whatever else runs.
+
+# %% [markdown]
+# ## Sources
+#
+# - Zhang, Sennrich. *Root Mean Square Layer Normalization*, NeurIPS 2019,
+#   [arXiv 1910.07467](https://arxiv.org/abs/1910.07467): abstract ("reduces
+#   the running time by 7%∼64% on different models"), result tables (per-model
+#   running-time reductions, from transcriptions; see the
+#   [RMSNorm page](../../foundations/rmsnorm/#is-rmsnorm-what-makes-llms-fast)).
+# - pytorch/pytorch PR #153666 (fused RMSNorm, CUDA) and PR #145301 (MPS);
+#   `c10/core/impl/alloc_cpu.cpp` (the CPU allocator calls `posix_memalign`
+#   and `free`).
+# - PyTorch documentation: `torch.nn.LayerNorm`, `torch.nn.RMSNorm`,
+#   `torch.nn.functional.rms_norm`, `torch.compile`; PyTorch performance
+#   tuning guide (pytorch/tutorials `recipes_source/recipes/tuning_guide.py`,
+#   "Switch Memory allocator").
+# - GNU C Library manual, "Malloc Tunable Parameters" (`M_MMAP_THRESHOLD`,
+#   `M_TRIM_THRESHOLD`, `MALLOC_MMAP_THRESHOLD_`); glibc `malloc/malloc.c`
+#   (`DEFAULT_MMAP_THRESHOLD_MAX`, 32 MiB on 64-bit).
+# - Williams, Waterman, Patterson. *Roofline: an insightful visual performance
+#   model for multicore architectures*, Communications of the ACM 52(4), 2009.
+# - McCalpin, STREAM benchmark: a copy counted as 2 × size bytes moved.
+
+# %%
+kw_f = {"rows": LARGEST[0], "hidden": LARGEST[1], "passes": "forward"}
+kw_b = {"rows": LARGEST[0], "hidden": LARGEST[1], "passes": "forward+backward"}
+
+
+def pct(t, kw):
+    return f"{fastest(t, 'rms_norm', **kw)['pct_of_copy']:.0f}%"
+
+
+def fastest_vs_fastest(kw):
+    rms, ln = fastest_pair(table, kw["rows"], kw["hidden"], kw["passes"])
+    return f"{speedup(table, rms_impl=rms, ln_impl=ln, **kw):.2f}x"
+
+
+def met(g, p):
+    return "n/a" if not g else ("met" if g[(p, LARGEST)] else "not met")
+
+
+results = {
+    "largest_size": f"{LARGEST[0]} x {LARGEST[1]} float32",
+    "threads": str(torch.get_num_threads()),
+    "copy_bandwidth_gbps": f"{copy_large:.1f}",
+    "clone_pct_of_copy": f"{pct_clone:.0f}%",
+    "fastest_rms_impl_forward": NAMES[("rms_norm", fastest(table, "rms_norm", **kw_f)["impl"])],
+    "fastest_rms_pct_of_copy_forward": pct(table, kw_f),
+    "fastest_rms_pct_of_copy_fwd_bwd": pct(table, kw_b),
+    "fastest_rms_pct_of_copy_forward_reuse": pct(reuse_table, kw_f) if reuse else "n/a",
+    "fastest_rms_pct_of_copy_fwd_bwd_reuse": pct(reuse_table, kw_b) if reuse else "n/a",
+    "goal_50pct_forward": met(goal, "forward"),
+    "goal_50pct_fwd_bwd": met(goal, "forward+backward"),
+    "goal_50pct_forward_reuse": met(goal_reuse, "forward"),
+    "goal_50pct_fwd_bwd_reuse": met(goal_reuse, "forward+backward"),
+    "rms_vs_ln_speedup_fastest_forward": fastest_vs_fastest(kw_f),
+    "rms_vs_ln_speedup_fastest_fwd_bwd": fastest_vs_fastest(kw_b),
+    "rms_vs_ln_speedup_nn_forward": f"{speedup(table, rms_impl='nn', ln_impl='nn', **kw_f):.2f}x",
+    "rms_vs_ln_speedup_nn_fwd_bwd": f"{speedup(table, rms_impl='nn', ln_impl='nn', **kw_b):.2f}x",
+    "verdict_7_64": verdict,
+    "speedup_fastest": (
+        f"{fastest_vs_fastest(kw_f)} forward, {fastest_vs_fastest(kw_b)} forward+backward "
+        f"(LayerNorm's time / RMSNorm's, {LARGEST[0]} x {LARGEST[1]} float32, CPU)"
+    ),
+    "verdict": (
+        f"RMSNorm's speed relative to LayerNorm, forward, {LARGEST[0]} x {LARGEST[1]} on the CPU: "
+        + ", ".join(
+            f"{impl} {speedup(table, rms_impl=impl, ln_impl=impl, **kw_f):.2f}x"
+            for impl in measured_impls
+        )
+        + f"; fastest vs fastest {fastest_vs_fastest(kw_f)}"
+    ),
+    "compile_seconds": f"{total_compile + first:.1f}",
+}
+display(
+    {
+        "application/vnd.resnorm.results+json": results,
+        "text/plain": "\n".join(f"{k}: {v}" for k, v in results.items()),
+    },
+    raw=True,
+)

@@ -1,0 +1,350 @@
+"""snippets/norm_speed.py: the bytes model, the timer, and a fair race against nn.* and F.*.
+
+torch.compile is not run here (a cold compile takes seconds); the notebook
+docs/experiments/norm_speed.py checks the compiled variants against nn.* before timing them.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from snippets.layer_norm import LayerNorm
+from snippets.norm_speed import (
+    FORWARD_FLOPS_PER_ELEMENT,
+    IMPLEMENTATIONS,
+    NORMS,
+    PASSES,
+    benchmark,
+    bytes_moved,
+    copy_bandwidth,
+    fastest,
+    keep_freed_memory,
+    matmul_flops,
+    max_error,
+    median_time,
+    minor_page_faults,
+    norm_call,
+    norm_variants,
+    op_traffic,
+    speedup,
+    time_norm,
+)
+from snippets.rms_norm import RMSNorm
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRATCH = {"layer_norm": LayerNorm, "rms_norm": RMSNorm}
+FAST = {"warmup": 0, "repeats": 1}
+
+
+def eager_variants(norm, hidden, device="cpu"):
+    """All variants but the compiled one, which would compile on its first call."""
+    return norm_variants(norm, hidden, SCRATCH[norm], compile=False, device=device)
+
+
+# --- the bytes model -------------------------------------------------------------------
+
+
+def test_bytes_forward_on_a_known_shape():
+    # x is 2 x 3 fp32 = 24 bytes; read x, write y; LayerNorm reads weight and bias (12 + 12)
+    assert bytes_moved("layer_norm", 2, 3) == 24 + 24 + 24
+    assert bytes_moved("rms_norm", 2, 3) == 24 + 24 + 12  # weight only
+    assert bytes_moved("rms_norm", 2, 3, itemsize=2) == 12 + 12 + 6  # bf16
+
+
+def test_bytes_forward_backward_on_a_known_shape():
+    # RMSNorm, 2 x 3 fp32: forward reads x (24) and weight (12), writes y (24) and rstd (2 * 4);
+    # backward reads x, grad_y (48), rstd (8) and weight (12), writes grad_x (24), grad_w (12)
+    assert bytes_moved("rms_norm", 2, 3, passes="forward+backward") == (24 + 12 + 24 + 8) + (
+        48 + 8 + 12 + 24 + 12
+    )
+    # LayerNorm: two statistics per row (mean, rstd) and two parameters (weight, bias)
+    forward = 24 + 24 + 24 + 2 * 2 * 4
+    backward = 48 + 2 * 2 * 4 + 12 + 24 + 24  # reads x, grad_y, stats, weight; writes grads
+    assert bytes_moved("layer_norm", 2, 3, passes="forward+backward") == forward + backward
+
+
+def test_large_rows_cost_five_passes_over_x_for_training():
+    # forward reads x and writes y; backward reads x and grad_y and writes grad_x
+    n = 8192 * 4096 * 4
+    ratio = bytes_moved("rms_norm", 8192, 4096, passes="forward+backward") / n
+    assert ratio == pytest.approx(5.0, rel=1e-3)
+    assert bytes_moved("layer_norm", 8192, 4096) / n == pytest.approx(2.0, rel=1e-3)
+
+
+def test_flop_counts_follow_the_formulas():
+    assert FORWARD_FLOPS_PER_ELEMENT == {"layer_norm": 7, "rms_norm": 4}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"norm": "batch_norm"}, ValueError, "norm must be one of"),
+        ({"passes": "backward"}, ValueError, "passes must be one of"),
+        ({"rows": 0}, ValueError, "rows must be a positive int, got 0"),
+        ({"hidden": 2.5}, ValueError, r"hidden must be a positive int, got 2\.5"),
+        ({"itemsize": True}, ValueError, "itemsize must be a positive int, got True"),
+    ],
+)
+def test_bytes_model_rejects_bad_arguments(kwargs, error, match):
+    args = {"norm": "layer_norm", "rows": 2, "hidden": 3} | kwargs
+    with pytest.raises(error, match=match):
+        bytes_moved(args.pop("norm"), args.pop("rows"), args.pop("hidden"), **args)
+
+
+# --- the timers ------------------------------------------------------------------------
+
+
+def test_median_time_is_positive_finite_and_calls_as_asked():
+    calls = []
+    t = median_time(lambda: calls.append(sum(range(1000))), warmup=2, repeats=3, number=4)
+    assert t > 0 and math.isfinite(t)
+    assert len(calls) == 2 + 3 * 4
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"warmup": -1}, ValueError, "warmup must be an int >= 0, got -1"),
+        ({"repeats": 0}, ValueError, "repeats must be an int >= 1, got 0"),
+        ({"number": 1.0}, ValueError, r"number must be an int >= 1, got 1\.0"),
+        ({"fn": "x"}, TypeError, "fn must be callable, got str"),
+    ],
+)
+def test_median_time_rejects_bad_arguments(kwargs, error, match):
+    args = {"fn": lambda: None} | kwargs
+    with pytest.raises(error, match=match):
+        median_time(args.pop("fn"), **args)
+
+
+def test_copy_and_matmul_rates_are_positive_finite(device):
+    copy = copy_bandwidth(4096, device=device, **FAST)
+    clone = copy_bandwidth(4096, fresh=True, device=device, **FAST)
+    flops = matmul_flops(32, device=device, **FAST)
+    for rate in (copy, clone, flops):
+        assert rate > 0 and math.isfinite(rate)
+    with pytest.raises(ValueError, match="numel must be a positive int, got 0"):
+        copy_bandwidth(0)
+    with pytest.raises(ValueError, match="n must be a positive int, got -3"):
+        matmul_flops(-3)
+
+
+# --- a fair race: every variant computes nn.*'s numbers --------------------------------
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_variants_match_pytorch_forward_and_backward(norm, device):
+    hidden = 16
+    variants = eager_variants(norm, hidden, device)
+    assert set(variants) == set(IMPLEMENTATIONS) - {"compiled"}
+    ref = variants["nn"]
+    params = list(ref.parameters())
+    assert len(params) == (2 if norm == "layer_norm" else 1)
+    assert not torch.allclose(params[0], torch.ones_like(params[0]))  # not a default weight
+    torch.manual_seed(0)
+    x = torch.randn(4, 3, hidden, device=device) * 3 + 1
+    grad_y = torch.randn_like(x)
+
+    def run(fn):
+        xi = x.clone().requires_grad_()
+        y = fn(xi)
+        return (y, *torch.autograd.grad(y, (xi, *params), grad_y))
+
+    expected = run(ref)
+    for name, fn in variants.items():
+        for got, want in zip(run(fn), expected, strict=True):
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5, msg=name)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_max_error_is_zero_for_the_reference_and_small_for_the_rest(norm, device):
+    variants = eager_variants(norm, 32, device)
+    x = torch.randn(5, 32, device=device) * 2 + 0.5
+    errors = max_error(variants, x)
+    assert set(errors) == {"scratch", "nn", "F"}
+    assert errors["nn"] == 0.0
+    assert all(0 <= e < 1e-4 for e in errors.values())
+    errors_vs_scratch = max_error(variants, x, reference="scratch")
+    assert errors_vs_scratch["scratch"] == 0.0
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # importing torch._dynamo warns
+@pytest.mark.parametrize("norm", NORMS)
+def test_compiled_variant_wraps_the_from_scratch_module(norm):
+    variants = norm_variants(norm, 8, SCRATCH[norm])  # built, not called: nothing compiles
+    compiled = variants["compiled"]
+    assert isinstance(compiled, torch._dynamo.eval_frame.OptimizedModule)
+    assert compiled._orig_mod is variants["scratch"]
+    assert variants["scratch"].weight is variants["nn"].weight  # one set of parameters
+
+
+def test_same_function_for_both_norm_defaults():
+    # RMSNorm gets LayerNorm's eps, not nn.RMSNorm's machine-epsilon default: a like-for-like race
+    variants = eager_variants("rms_norm", 8)
+    assert variants["nn"].eps == variants["scratch"].eps == 1e-5
+    assert isinstance(variants["nn"], nn.RMSNorm)
+    with pytest.raises(ValueError, match="norm must be one of"):
+        norm_variants("group_norm", 8, LayerNorm)
+
+
+@pytest.mark.parametrize("passes", PASSES)
+def test_time_norm_times_both_passes(passes, device):
+    variants = eager_variants("layer_norm", 8, device)
+    x = torch.randn(4, 8, device=device)
+    t = time_norm(variants["scratch"], x, list(variants["nn"].parameters()), passes=passes, **FAST)
+    assert t > 0 and math.isfinite(t)
+    assert not x.requires_grad  # the caller's tensor is left alone
+
+
+def test_time_norm_rejects_an_unknown_pass():
+    with pytest.raises(ValueError, match="passes must be one of"):
+        time_norm(torch.relu, torch.ones(2, 2), [], passes="backward")
+    with pytest.raises(ValueError, match="passes must be one of"):
+        norm_call(torch.relu, torch.ones(2, 2), [], passes="")
+
+
+def test_norm_call_returns_the_output_or_the_gradients():
+    variants = eager_variants("rms_norm", 4)
+    params = list(variants["nn"].parameters())
+    x = torch.randn(3, 4)
+    y = norm_call(variants["nn"], x, params)()
+    assert not y.requires_grad and y.shape == x.shape
+    grads = norm_call(variants["nn"], x, params, passes="forward+backward")()
+    assert [g.shape for g in grads] == [x.shape, params[0].shape]
+
+
+# --- what eager implementations run ----------------------------------------------------
+
+
+def test_op_traffic_of_nn_layer_norm_is_the_ideal():
+    variants = eager_variants("layer_norm", 64)
+    params = list(variants["nn"].parameters())
+    x = torch.randn(16, 64)
+    n = x.numel() * x.element_size()
+    assert op_traffic(variants["nn"], x, params) == [("native_layer_norm", 2 * n)]
+    backward = op_traffic(variants["nn"], x, params, passes="forward+backward")
+    assert backward == [("native_layer_norm", 2 * n), ("native_layer_norm_backward", 3 * n)]
+
+
+def test_op_traffic_of_the_from_scratch_rms_norm_follows_its_code():
+    # x.pow(2) writes a temporary, .mean reads it, then two multiplies each read and write
+    variants = eager_variants("rms_norm", 64)
+    x = torch.randn(16, 64)
+    n = x.numel() * x.element_size()
+    ops = op_traffic(variants["scratch"], x, list(variants["nn"].parameters()))
+    assert ops == [("pow", 2 * n), ("mean", n), ("mul", 2 * n), ("mul", 2 * n)]
+
+
+# --- the allocator ---------------------------------------------------------------------
+
+
+def test_a_fresh_large_tensor_faults_its_pages():
+    faults = minor_page_faults(lambda: torch.ones(16 * 2**20))  # 64 MiB, above glibc's mmap max
+    if faults is None:
+        pytest.skip("no resource module on this platform")
+    assert faults > 0
+
+
+def test_keep_freed_memory_in_a_child_process():
+    # a child process: the setting lasts for the life of the process that makes it
+    code = "from snippets.norm_speed import keep_freed_memory; print(keep_freed_memory(1 << 28))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    assert done.stdout.strip() in ({"True"} if glibc else {"True", "False"})
+
+
+@pytest.mark.parametrize("limit", [0, -5, 2**31, True, 1.5])
+def test_keep_freed_memory_rejects_bad_limits(limit):
+    with pytest.raises(ValueError, match=r"limit must be an int in \(0, 2\*\*31\)"):
+        keep_freed_memory(limit)
+
+
+# --- the results table -----------------------------------------------------------------
+
+
+def test_benchmark_table_has_one_row_per_measurement(device):
+    sizes = [(4, 8), (2, 16)]
+    table, failures = benchmark(sizes, eager_variants, device=device, repeats=1)
+    assert failures == {}
+    assert len(table) == len(sizes) * len(NORMS) * 3 * len(PASSES)
+    for row in table:
+        assert row["seconds"] > 0 and math.isfinite(row["gbps"])
+        want = bytes_moved(row["norm"], row["rows"], row["hidden"], passes=row["passes"])
+        assert row["bytes"] == want
+        assert row["gbps"] == pytest.approx(row["bytes"] / row["seconds"] / 1e9)
+        assert row["pct_of_copy"] == pytest.approx(100 * row["gbps"] / row["copy_gbps"])
+        assert row["clone_gbps"] > 0
+
+
+def test_benchmark_chooses_calls_per_sample_from_a_copy():
+    kwargs = {"passes": ("forward",), "repeats": 1}
+    fixed, _ = benchmark([(2, 8)], eager_variants, number=3, **kwargs)
+    assert {r["number"] for r in fixed} == {3}
+    auto, _ = benchmark([(2, 8)], eager_variants, min_sample_s=1.0, max_number=4, **kwargs)
+    assert {r["number"] for r in auto} == {4}  # a 64-byte copy is far shorter than 1 s
+
+
+def test_benchmark_times_only_what_it_is_asked_to():
+    kwargs = {"passes": ("forward",), "repeats": 1}
+    table, _ = benchmark([(2, 8)], eager_variants, only=("nn",), **kwargs)
+    assert [(r["norm"], r["impl"]) for r in table] == [(n, "nn") for n in NORMS]
+    pairs = [("layer_norm", "F"), ("rms_norm", "scratch")]
+    table, _ = benchmark([(2, 8)], eager_variants, only=pairs, first_call=("F",), **kwargs)
+    assert [(r["norm"], r["impl"]) for r in table] == pairs
+    assert table[0]["first_call_s"] > 0 and table[1]["first_call_s"] is None
+
+
+def test_benchmark_reports_a_failing_variant_and_races_the_rest():
+    def broken(x):
+        raise RuntimeError("no C++ compiler\nsecond line")
+
+    def variants(norm, hidden):
+        return eager_variants(norm, hidden) | {"compiled": broken}
+
+    table, failures = benchmark([(2, 8)], variants, passes=("forward",), repeats=1)
+    assert failures == {(n, "compiled"): "RuntimeError: no C++ compiler" for n in NORMS}
+    assert {row["impl"] for row in table} == {"scratch", "nn", "F"}
+
+
+def test_benchmark_rejects_bad_arguments():
+    with pytest.raises(TypeError, match=r"dtype must be a floating-point torch\.dtype"):
+        benchmark([(2, 8)], eager_variants, dtype=torch.int64)
+    with pytest.raises(ValueError, match="passes must be a non-empty subset"):
+        benchmark([(2, 8)], eager_variants, passes=("backward",))
+
+
+def synthetic_table():
+    rows = []
+    for norm, impl, seconds in [
+        ("layer_norm", "nn", 2.0),
+        ("layer_norm", "compiled", 3.0),
+        ("rms_norm", "nn", 4.0),
+        ("rms_norm", "compiled", 1.0),
+    ]:
+        rows.append(
+            {"norm": norm, "impl": impl, "rows": 8, "hidden": 4, "passes": "forward"}
+            | {"seconds": seconds}
+        )
+    return rows
+
+
+def test_speedup_and_fastest_on_a_known_table():
+    table = synthetic_table()
+    same = {"rows": 8, "hidden": 4, "passes": "forward"}
+    assert speedup(table, rms_impl="nn", ln_impl="nn", **same) == 0.5  # RMSNorm slower
+    assert speedup(table, rms_impl="compiled", ln_impl="nn", **same) == 2.0
+    assert fastest(table, "rms_norm", **same)["impl"] == "compiled"
+    assert fastest(table, "layer_norm", **same)["impl"] == "nn"
+    with pytest.raises(KeyError, match="no measurement for rms_norm F 8x4 forward"):
+        speedup(table, rms_impl="F", ln_impl="nn", **same)
+    with pytest.raises(KeyError, match="no measurement for rms_norm 16x4 forward"):
+        fastest(table, "rms_norm", rows=16, hidden=4, passes="forward")
