@@ -45,6 +45,44 @@ ROOT = Path(__file__).resolve().parent.parent  # the repository
 _used: dict[str, Path] = {}  # notebook name -> its executed copy in this build
 _stylesheets: dict[str, str] = {}
 _results: dict[str, dict] = {}  # notebook stem -> the numbers it published
+_classes: set[str] = set()  # every class name used on a notebook page of this build
+CLASS_ATTR = re.compile(r'class="([^"]*)"')
+CLASS_IN_SELECTOR = re.compile(r"\.(-?[A-Za-z_][\w-]*)")
+
+
+def prune_css(css: str, used: set[str]) -> str:
+    """Drop the rules whose every selector names a class that no page uses.
+
+    JupyterLab's stylesheet styles its whole application (toolbars, dialogs,
+    widgets); a static notebook page uses a small part of it. Rules without
+    class selectors, and at-rules other than @media, are kept as they are.
+    """
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.DOTALL)
+    out, i, n = [], 0, len(css)
+    while i < n:
+        open_at = css.find("{", i)
+        if open_at < 0:
+            out.append(css[i:])
+            break
+        prelude = css[i:open_at]
+        depth, j = 1, open_at + 1
+        while j < n and depth:
+            depth += {"{": 1, "}": -1}.get(css[j], 0)
+            j += 1
+        body = css[open_at + 1 : j - 1]
+        head = prelude.strip()
+        if head.startswith("@media"):
+            inner = prune_css(body, used)
+            if inner.strip():
+                out.append(f"{prelude}{{{inner}}}")
+        elif head.startswith("@"):
+            out.append(css[i:j])
+        else:
+            selectors = [sel for sel in head.split(",") if sel.strip()]
+            if any(set(CLASS_IN_SELECTOR.findall(sel)) <= used for sel in selectors):
+                out.append(css[i:j])
+        i = j
+    return "".join(out)
 
 
 def is_notebook(src_uri: str) -> bool:
@@ -103,6 +141,7 @@ def execute(notebook: Path, root: Path, target: Path) -> float:
     except CellExecutionError as err:
         raise PluginError(f"notebook {notebook} failed:\n{err}") from None
     seconds = time.perf_counter() - start
+    shrink_plots(nb)
     nb.metadata["resnorm"] = {"execution_seconds": round(seconds, 2)}
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".tmp")
@@ -111,11 +150,39 @@ def execute(notebook: Path, root: Path, target: Path) -> float:
     return seconds
 
 
+def shrink_plots(nb) -> None:
+    """Re-encode PNG plots with a 256-colour palette when that is smaller.
+
+    A notebook page inlines its plots as base64 PNG, which gzip cannot shrink;
+    matplotlib's line plots use few colours, so a palette PNG is about a third
+    of the size and looks the same.
+    """
+    import base64
+    import io
+
+    from PIL import Image
+
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "image/png" not in data:
+                continue
+            raw = base64.b64decode(data["image/png"])
+            image = Image.open(io.BytesIO(raw)).convert("RGB")
+            smaller = io.BytesIO()
+            image.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(
+                smaller, "PNG", optimize=True
+            )
+            if smaller.tell() < len(raw):
+                data["image/png"] = base64.b64encode(smaller.getvalue()).decode()
+
+
 @event_priority(-50)  # after mkdocs-jupyter has wrapped the notebook files
 def on_files(files: Files, config) -> Files:
     root = ROOT
     _used.clear()
     _results.clear()
+    _classes.clear()
     for file in list(files):
         if not is_notebook(file.src_uri):
             continue
@@ -168,6 +235,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 def on_post_page(html: str, page, config) -> str:
     if not is_notebook(page.file.src_uri):
         return html
+    for classes in CLASS_ATTR.findall(html):
+        _classes.update(classes.split())
     html = MATHJAX_CONFIG.sub("", html)
     html = REMOTE_SCRIPT.sub("", html)
 
@@ -187,7 +256,7 @@ def on_post_build(config) -> None:
     out = Path(config["site_dir"]) / "assets" / "jupyter"
     out.mkdir(parents=True, exist_ok=True)
     for digest, css in _stylesheets.items():
-        (out / f"{digest}.css").write_text(css, encoding="utf-8")
+        (out / f"{digest}.css").write_text(prune_css(css, _classes), encoding="utf-8")
     # Drop older executions of the notebooks this build used (other notebooks'
     # entries may belong to another configuration, so they stay).
     for name, current in _used.items():
