@@ -299,3 +299,41 @@ def test_mkdocs_serve_answers(built_site: Path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_notebook_css_keeps_only_rules_the_pages_can_use():
+    from hooks.notebooks import prune_css
+
+    css = (
+        ".a{x:1}.b .c{y:2}.zz{gone:1}/* a {comment} */"
+        "@media (max-width:10px){.a{z:1}.d{z:2}}@font-face{src:url(f.woff2)}p{m:0}.a,.e{k:1}"
+    )
+    assert prune_css(css, {"a", "b", "c"}) == (
+        ".a{x:1}.b .c{y:2}@media (max-width:10px){.a{z:1}}"
+        "@font-face{src:url(f.woff2)}p{m:0}.a,.e{k:1}"
+    )
+
+
+def test_notebook_plots_are_stored_as_palette_png():
+    import base64
+    import io
+
+    import nbformat
+    from PIL import Image
+
+    from hooks.notebooks import shrink_plots
+
+    image = Image.new("RGB", (400, 300), "white")
+    for x in range(400):  # a plot-like picture: a few colours, antialiased edges
+        image.putpixel((x, 150 + (x % 40) - 20), (31, 119, 180))
+    raw = io.BytesIO()
+    image.save(raw, "PNG")
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("plot()")
+    png = base64.b64encode(raw.getvalue()).decode()
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": png})]
+    nb.cells = [cell]
+    shrink_plots(nb)
+    out = base64.b64decode(nb.cells[0].outputs[0]["data"]["image/png"])
+    assert len(out) <= len(raw.getvalue())
+    assert Image.open(io.BytesIO(out)).size == (400, 300)
