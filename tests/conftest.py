@@ -43,6 +43,16 @@ def device(request) -> torch.device:
     return torch.device(request.param)
 
 
+@pytest.fixture
+def one_thread():
+    """One intra-op thread for tests on tiny tensors (threads only add synchronization, and
+    waiting on a busy machine); the previous setting is restored after."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 def mkdocs_build(site_dir: Path, config_file: Path | None = None) -> subprocess.CompletedProcess:
     """``mkdocs build --strict`` from the repository root, as the README runs it."""
     cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)]

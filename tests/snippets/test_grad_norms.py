@@ -24,14 +24,7 @@ from snippets.transformer import Stack, from_torch_encoder_layer
 D, H, FF = 16, 4, 64
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """These tensors are tiny: intra-op threads only add synchronization (and, on a busy
-    machine, waiting). One thread for each test here, the previous setting restored after."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def torch_layers(
