@@ -296,9 +296,11 @@ def status(r):
 print("\nstatus after training")
 for p, name in PLACEMENTS.items():
     print(f"{name:9s} " + "; ".join(f"L = {n}: {status(runs[p, n])}" for n in DEPTHS))
+rezero_alpha = {}
 for n in DEPTHS:
     model = models["rezero", n]
     alpha = max(abs(c.alpha.item()) for b in model.stack.layers for c in (b.attn, b.mlp))
+    rezero_alpha[n] = alpha
     print(f"ReZero, {n:2d} layers: largest |alpha| after training {alpha:.3f}")
 
 # %% [markdown]
@@ -373,6 +375,7 @@ results["pre_last_sq_norm"] = results[f"pre_stream_sq_norm_L{N_LAYERS}"]
 results["post_last_sq_norm"] = results[f"post_stream_sq_norm_L{N_LAYERS}"]
 for p in PLACEMENTS:
     results[f"{p}_48_loss"] = results[f"final_loss_{p}_L48"]
+results["rezero_48_max_alpha"] = f"{rezero_alpha[48]:.3f}"
 display(
     {
         "application/vnd.resnorm.results+json": results,

@@ -38,11 +38,20 @@
 # - **What the source articles say.** They claim that in a deep Post-LN stack the gradient
 #   *vanishes* on its way down, because every LayerNorm divides it by a standard deviation,
 #   and that Pre-LN's identity path lets it bypass the norms. The second half is the
-#   [Pre-LN derivation](../../placement/pre-ln/#a-clean-identity-path); the first is what
-#   Xiong et al. dispute: their finding is *large* gradients near the output of Post-LN at
-#   initialization (the reason for warmup), and Liu et al. 2020 (Admin, arXiv 2004.08249)
-#   attribute Post-LN's instability to an amplification effect rather than to vanishing
-#   gradients. The measurements below show which of these happens in this setting.
+#   [Pre-LN derivation](../../placement/pre-ln/#a-clean-identity-path). The first half has
+#   support in the literature, with qualifications. Xiong et al.'s Figure 3 shows Post-LN's
+#   gradient growing with the layer index, that is, smaller in the lower layers; their own
+#   point is the other end, the *large* gradient near the output at initialization, which is
+#   why Post-LN needs warmup. Liu et al. 2020 (Admin, arXiv 2004.08249, §3) observe gradient
+#   vanishing in Post-LN decoders (not in its encoders) and argue that it is not the root
+#   cause of the instability, since removing it alone does not stabilize training; they
+#   blame an amplification effect. Takase et al. (arXiv 2206.00330) argue the opposite: that
+#   the vanishing gradient caused by Post-LN's norms is the main reason deep Post-LN models
+#   fail. Mix-LN (Li et al. 2024, arXiv 2412.13795) likewise describes Post-LN as starving
+#   its early layers of gradient. So "the gradient shrinks toward the bottom of a deep Post-LN
+#   stack" is reported by several papers; whether that is what makes Post-LN hard to train
+#   is disputed. The measurements below show what happens in this setting, at
+#   initialization.
 #
 # ## Settings
 #
@@ -262,9 +271,13 @@ for n in DEPTHS:
 #   of every branch above them. Xiong et al. measured a 6-6 encoder-decoder on a translation
 #   task; random inputs and random targets on an encoder stack are a different setting, and
 #   this page does not tell which difference matters.
-# - **No vanishing gradient at these depths.** The source articles' claim that Post-LN's
-#   gradient vanishes on the way down does not show at 24 layers at initialization: the first
-#   layer's gradient is of the same order as the last layer's, in both placements.
+# - **No vanishing gradient at these depths, in this setting.** The source articles' claim
+#   that Post-LN's gradient vanishes on the way down does not show at 24 layers at
+#   initialization here: the first layer's gradient is of the same order as the last
+#   layer's, in both placements. This does not contradict the papers above: Xiong et al.'s
+#   Figure 3 measures a 6-6 encoder-decoder on translation data (see the bullet above), Admin
+#   finds the vanishing in decoders, and Admin and Mix-LN look at models during training,
+#   not only at initialization; random inputs on an encoder stack are none of these.
 # - **The loss matters.** With the mean squared error, Post-LN's last-layer gradient grows
 #   with depth and Pre-LN's falls more slowly than $1/\sqrt{L}$. The cosine table shows the
 #   reason: with depth the tokens of a sequence become nearly identical (more so in Post-LN),
@@ -278,7 +291,10 @@ for n in DEPTHS:
 #
 # - Xiong et al. 2020, *On Layer Normalization in the Transformer Architecture*,
 #   arXiv 2002.04745: §3.3 (Lemma 2, Lemma 3, Theorem 1), §3.4 (Figure 3).
-# - Liu et al. 2020 (Admin), arXiv 2004.08249.
+# - Liu et al. 2020 (Admin), arXiv 2004.08249, §3 (gradient vanishing in Post-LN decoders).
+# - Takase et al. 2023, *On Layer Normalizations and Residual Connections in Transformers*,
+#   arXiv 2206.00330.
+# - Li, Yin, Liu 2024 (Mix-LN), arXiv 2412.13795.
 # - Vaswani et al. 2017, arXiv 1706.03762, §3.3 (the ReLU feed-forward network).
 # - Glorot & Bengio 2010, *Understanding the difficulty of training deep feedforward neural
 #   networks* (Xavier initialization); PyTorch `torch.nn.init.xavier_normal_`.

@@ -184,6 +184,62 @@ print(f"biased   (unbiased=False): {ln_x.std(unbiased=False).item():.4f}")
 print(f"unbiased (the default):    {ln_x.std().item():.4f}   sqrt(8/7) = {(8 / 7) ** 0.5:.4f}")
 
 # %% [markdown]
+# ## The articles' worked example: unit-variance $x$, large $F(x)$
+#
+# One of the source articles argues with numbers: $x$ has variance 1, the sublayer's
+# output has a large variance, "say 10", so $x + F(x)$ has variance about 10 and
+# Post-LN's norm must scale it back to 1; in Pre-LN the sublayer sees a normalized
+# input and the sum is "relatively stable". The single vector above, off-centre and
+# wide, is not that scenario, so it cannot test it. Here is the scenario itself:
+# 4,096 tokens of 64 features with every entry of $x$ drawn from $\mathcal{N}(0, 1)$
+# (seed 2), and a fresh `FeedForward(64, 256)` (seed 3) whose output is multiplied by
+# the constant that makes the variance of $F(x)$ exactly 10 on these tokens. Each
+# variance is taken over all tokens and features, biased, as LayerNorm's is. The norms
+# are fresh `nn.LayerNorm(64)`.
+
+# %%
+D_WIDE, TOKENS, TARGET_VAR = 64, 4096, 10.0
+torch.manual_seed(2)
+xs = torch.randn(TOKENS, D_WIDE)  # (tokens, d), unit variance
+torch.manual_seed(3)
+g = FeedForward(D_WIDE, 4 * D_WIDE)
+ln_wide = nn.LayerNorm(D_WIDE)
+
+
+def var(t: torch.Tensor) -> float:
+    return t.var(correction=0).item()
+
+
+with torch.no_grad():
+    k = (TARGET_VAR / var(g(xs))) ** 0.5  # scale the branch so that Var F(x) = 10
+
+    def F(h):
+        return k * g(h)
+
+    fx = F(xs)
+    post_sum = xs + fx
+    pre_branch = F(ln_wide(xs))
+    worked = {
+        "x": var(xs),
+        "F(x)": var(fx),
+        "x + F(x)       Post-LN sum": var(post_sum),
+        "LN(x + F(x))   Post-LN output": var(ln_wide(post_sum)),
+        "LN(x)          Pre-LN branch input": var(ln_wide(xs)),
+        "F(LN(x))       Pre-LN branch": var(pre_branch),
+        "x + F(LN(x))   Pre-LN output": var(xs + pre_branch),
+    }
+for label, v in worked.items():
+    print(f"{label:<36} variance {v:6.2f}")
+post_var, pre_var = worked["x + F(x)       Post-LN sum"], worked["x + F(LN(x))   Pre-LN output"]
+print(
+    f"Var x + Var F(x) = {worked['x'] + worked['F(x)']:.2f} (the sum if the two were uncorrelated)"
+)
+print(
+    f"Pre-LN output variance / Post-LN sum variance = {pre_var / post_var:.3f}: "
+    f"{'the same to 5%' if abs(pre_var / post_var - 1) < 0.05 else 'different'}"
+)
+
+# %% [markdown]
 # ## What we saw
 #
 # - Every normalized stage ($\mathrm{LN}(x)$, $\mathrm{LN}(x + F(x))$, and both norms
@@ -206,6 +262,14 @@ print(f"unbiased (the default):    {ln_x.std().item():.4f}   sqrt(8/7) = {(8 / 7
 #   switching between Pre-Norm and Post-Norm then compares two different sublayers.
 #   Here one seeded $F$ serves all three placements, and each final stage is checked
 #   against the handbook's `Residual`.
+# - **The worked example**, measured in its own scenario: with unit-variance $x$ and
+#   a branch of variance 10, the sum's variance is close to the sum of the two
+#   variances (the branch is nearly uncorrelated with $x$), and Post-LN's norm brings
+#   it back to 1, as the article says. Its claim about Pre-LN does not hold in this
+#   scenario: the Pre-LN output's variance equals the Post-LN sum's (the ratio line
+#   above), because normalizing an $x$ that already has unit variance changes almost
+#   nothing, and nothing normalizes the sum. What Pre-LN keeps fixed is the scale of
+#   the branch's *input*, not that of the stream.
 
 
 # %%
@@ -224,6 +288,11 @@ headline = {
     "sandwich_branch_std": std_of("sandwich", "LN2(F(LN1(x)))"),
     "sandwich_output_std": std_of("sandwich", "x + LN2(F(LN1(x)))"),
     "pre_output_over_x_std": f"{pre_out / x_std:.2f}",
+    "worked_x_var": f"{worked['x']:.2f}",
+    "worked_branch_var": f"{worked['F(x)']:.2f}",
+    "worked_post_sum_var": f"{post_var:.2f}",
+    "worked_post_output_var": f"{worked['LN(x + F(x))   Post-LN output']:.2f}",
+    "worked_pre_output_var": f"{pre_var:.2f}",
 }
 display(
     {
