@@ -68,8 +68,8 @@
 #   150 steps of 32 sequences of 16 tokens; linear warmup over 0 or 50 steps,
 #   then cosine decay to 0; peak learning rate 2e-3 (moderate) or 1e-2 (high).
 #   Model seed and data seed 0 for the grid of 8 runs; seeds 0, 1, 2 for the
-#   two runs that decide the question, with each of the two initializations. The "final loss" is the mean training
-#   loss over the last 20 steps.
+#   two runs that decide the question, with each of the two initializations.
+#   The "final loss" is the mean training loss over the last 20 steps.
 # - **Verdict words**: "diverged" is a non-finite loss or a final loss above
 #   ln 16; "no better than unigram" is a final loss above the unigram loss
 #   minus 0.1 nats (the model learned the token frequencies and nothing else);
