@@ -6,6 +6,10 @@ divided by the bandwidth the machine reaches on the simplest memory-bound op the
 copy. This module times the implementations of both norms, counts those bytes and turns the
 two into achieved bandwidth (GB/s) and a fraction of the measured copy bandwidth.
 
+A timing on a shared machine is noisy, so every implementation is timed many times, with the
+repeats of all of them interleaved, and reported as a median with its interquartile range. One
+is called faster than another only when their ranges do not overlap (`compare`).
+
 The from-scratch modules are passed in (a snippet never imports another snippet), so the
 same code races snippets/layer_norm.py and snippets/rms_norm.py against torch.nn and
 torch.nn.functional.
@@ -13,8 +17,13 @@ torch.nn.functional.
 
 # --8<-- [start:timer]
 import math
+import numbers
+import os
+import platform
+import random
 import statistics
 import time
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -55,7 +64,170 @@ def median_time(fn, *, warmup: int = 2, repeats: int = 5, number: int = 1, devic
     return statistics.median(samples)
 
 
+def interleaved_times(calls, *, repeats: int = 7, number: int = 1, device="cpu", seed=0) -> dict:
+    """{name: [seconds per call, one per round]} for a dict {name: no-argument callable}.
+
+    Round-robin: a round times one sample (`number` back-to-back calls) of every callable,
+    in a fresh random order (seeded), and `repeats` rounds are run. A burst of background load
+    then falls on all of them alike, instead of on whichever was being timed at that moment.
+    No warmup: make each first call (compile, allocate) before.
+    """
+    for name, value in (("repeats", repeats), ("number", number)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if not isinstance(calls, dict) or not calls:
+        raise ValueError(f"calls must be a non-empty dict of callables, got {calls!r}")
+    for name, fn in calls.items():
+        if not callable(fn):
+            raise TypeError(f"calls[{name!r}] must be callable, got {type(fn).__name__}")
+    rng = random.Random(seed)
+    order, samples = list(calls), {name: [] for name in calls}
+    synchronize(device)
+    for _ in range(repeats):
+        rng.shuffle(order)
+        for name in order:
+            fn = calls[name]
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            synchronize(device)
+            samples[name].append((time.perf_counter() - start) / number)
+    return samples
+
+
 # --8<-- [end:timer]
+
+
+# --8<-- [start:spread]
+MIN_SAMPLES = 3  # with fewer, the quartiles interpolate between one or two points: no spread
+FASTER, SLOWER, UNRESOLVED = "faster", "slower", "no measurable difference"
+VERDICTS = (FASTER, SLOWER, UNRESOLVED)
+
+
+class Spread(NamedTuple):
+    """A median and the range around it (for timings: the first and third quartiles)."""
+
+    median: float
+    low: float
+    high: float
+
+
+def _seconds(samples, name: str) -> list:
+    """The samples as a list of positive finite numbers, or a clear error."""
+    if isinstance(samples, (str, bytes, dict)) or not hasattr(samples, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of seconds, got {type(samples).__name__}")
+    values = list(samples)
+    if not values:
+        raise ValueError(f"{name} is empty: a spread needs at least one timing")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"{name} must hold real numbers, got {v!r}")
+        if not (math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must hold positive finite seconds, got {v!r}")
+    return values
+
+
+def quartiles(samples) -> Spread:
+    """Median and interquartile range of timings: Spread(median, first quartile, third).
+
+    Half the samples lie inside the range, and one sample slowed by background load moves it
+    little, unlike a min-max range. Linear interpolation between the sorted samples (numpy's
+    default method), so a single sample gives a range of zero width.
+    """
+    xs = sorted(_seconds(samples, "samples"))
+
+    def at(p):
+        pos = p * (len(xs) - 1)
+        i = math.floor(pos)
+        return xs[i] if i == pos else xs[i] + (xs[i + 1] - xs[i]) * (pos - i)
+
+    return Spread(at(0.5), at(0.25), at(0.75))
+
+
+def compare(samples_a, samples_b) -> str:
+    """FASTER if a takes less time than b, SLOWER if more, UNRESOLVED if the ranges overlap.
+
+    The rule: a is faster only when its whole interquartile range lies below b's. Ranges that
+    overlap, or touch, say that no difference was measurable at this precision, whatever the
+    medians say. Each side needs at least MIN_SAMPLES timings.
+    """
+    spreads = []
+    for name, samples in (("samples_a", samples_a), ("samples_b", samples_b)):
+        values = _seconds(samples, name)
+        if len(values) < MIN_SAMPLES:
+            raise ValueError(
+                f"{name} must hold at least {MIN_SAMPLES} timings to state a spread, "
+                f"got {len(values)}"
+            )
+        spreads.append(quartiles(values))
+    a, b = spreads
+    if a.high < b.low:
+        return FASTER
+    if b.high < a.low:
+        return SLOWER
+    return UNRESOLVED
+
+
+def ratio_spread(numerator, denominator) -> Spread:
+    """median(numerator) / median(denominator), from the far ends of the two ranges.
+
+    low = first quartile / third quartile, high = third quartile / first quartile, so the range
+    excludes 1 exactly when compare() finds a difference: a speedup t_b / t_a whose range lies
+    above 1 is a measured speedup, one whose range holds 1 is not.
+    """
+    num, den = quartiles(numerator), quartiles(denominator)
+    return Spread(num.median / den.median, num.low / den.high, num.high / den.low)
+
+
+def describe(verdict: str, a: str, b: str) -> str:
+    """The sentence for compare(a's timings, b's timings)."""
+    if verdict == FASTER:
+        return f"{a} is faster than {b}"
+    if verdict == SLOWER:
+        return f"{a} is slower than {b}"
+    if verdict == UNRESOLVED:
+        return f"no difference between {a} and {b} was measurable at this precision"
+    raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+
+
+# --8<-- [end:spread]
+
+
+# --8<-- [start:machine]
+def machine(cpuinfo="/proc/cpuinfo") -> str:
+    """Where the timings ran: CPU model, logical CPUs, torch threads and version, CUDA GPU.
+
+    The CPU model comes from the "model name" line of Linux's /proc/cpuinfo; elsewhere (or
+    where the line is missing) from platform.processor(), then platform.machine().
+    """
+    if not isinstance(cpuinfo, (str, os.PathLike)):
+        raise TypeError(f"cpuinfo must be a path, got {type(cpuinfo).__name__}")
+    cpu = None
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    cpu = value.strip()
+                    break
+    except OSError:  # no such file: not Linux
+        pass
+    cpu = cpu or platform.processor() or platform.machine() or "unknown CPU"
+    cores = os.cpu_count()
+    parts = [
+        f"CPU {cpu}",
+        f"{cores} logical CPUs" if cores else "logical CPU count unknown",
+        f"{torch.get_num_threads()} torch threads",
+        f"torch {torch.__version__}",
+    ]
+    if torch.cuda.is_available():
+        parts.append(f"GPU {torch.cuda.get_device_name()}")
+    else:
+        parts.append("no CUDA GPU")
+    return ", ".join(parts)
+
+
+# --8<-- [end:machine]
 
 
 # --8<-- [start:ceilings]
@@ -328,16 +500,16 @@ def benchmark(
     variants,
     *,
     only=None,
-    first_call=None,
     passes=PASSES,
     device="cpu",
     dtype=torch.float32,
-    repeats=3,
+    repeats=7,
     number=1,
     min_sample_s=0.0,
     max_number=10,
+    seed=0,
 ):
-    """Time every (norm, implementation) on every (rows, hidden); returns the results table.
+    """Time every (norm, implementation, pass) on every (rows, hidden); returns the results table.
 
     sizes:    [(rows, hidden), ...]
     variants: function (norm, hidden) -> {implementation: callable}, e.g. a partial of
@@ -345,18 +517,17 @@ def benchmark(
               once per hidden size and grad mode and serves every row count.
     only:     what to time, as implementation names or (norm, implementation) pairs
               (default: everything `variants` returns).
-    Each measurement is the median of `repeats` samples of `number` calls, after one first
-    call timed apart (the warmup; it compiles a torch.compile variant) for the
-    implementations in `first_call` (default: all). With min_sample_s > 0, `number` is
-    chosen per size instead: enough calls (at most max_number) that a sample lasts about
-    min_sample_s if a call took as long as one copy of x, so that short calls are not timed
-    one by one against a coarse clock or a busy scheduler.
-    Each size's copy bandwidth, into an existing tensor (the ceiling) and into a new one
-    (clone), is measured just before its norms.
+    At each size, every call first runs once, timed apart (the warmup; it compiles a
+    torch.compile variant), then interleaved_times takes `repeats` samples of `number` calls
+    of each, round-robin, together with a copy into an existing tensor (the ceiling) and into
+    a new one (clone) of as many elements as x. With min_sample_s > 0, `number` is chosen per
+    size instead: enough calls (at most max_number) that a sample lasts about min_sample_s if
+    a call took as long as one copy of x, so that short calls are not timed one by one.
     Returns (table, failures): table is a list of dicts with keys norm, impl, rows, hidden,
-    passes, number, seconds, bytes, gbps, copy_gbps, clone_gbps, pct_of_copy and
-    first_call_s (None without a first call); failures maps (norm, impl) to the error that
-    stopped it (e.g. torch.compile finding no C++ compiler).
+    passes, number, samples (seconds per call, one per round), seconds (their median), bytes,
+    gbps, copy_bytes, copy_samples, copy_gbps, clone_samples, clone_gbps, pct_of_copy (from the
+    medians) and first_call_s; failures maps (norm, impl) to the error that stopped it (e.g.
+    torch.compile finding no C++ compiler).
     """
     device = torch.device(device)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
@@ -368,69 +539,99 @@ def benchmark(
     for rows, hidden in sizes:
         gen = torch.Generator().manual_seed(rows * 100_003 + hidden)
         x = (torch.randn(rows, hidden, generator=gen) * 2 + 0.5).to(device, dtype)  # (R, H)
-        timing = {"warmup": 0, "repeats": repeats, "number": number}
+        copy_bytes = 2 * x.numel() * x.element_size()  # a copy reads and writes x once
+        n = number
         if min_sample_s > 0:
-            one = copy_bandwidth(x.numel(), device=device, dtype=dtype, warmup=1, repeats=1)
-            one_copy_s = 2 * x.numel() * x.element_size() / one
-            timing["number"] = min(max_number, max(1, math.ceil(min_sample_s / one_copy_s)))
-        ceiling = {"device": device, "dtype": dtype} | timing | {"warmup": 1}
-        copy = copy_bandwidth(x.numel(), **ceiling)
-        clone = copy_bandwidth(x.numel(), fresh=True, **ceiling)
+            one_copy_s = copy_bytes / copy_bandwidth(
+                x.numel(), device=device, dtype=dtype, warmup=1, repeats=1
+            )
+            n = min(max_number, max(1, math.ceil(min_sample_s / one_copy_s)))
+        dst = torch.empty_like(x)
+        calls = {"copy": lambda x=x, dst=dst: dst.copy_(x), "clone": x.clone}
+        first = {}
         for norm in NORMS:
             if (norm, hidden) not in built:
                 built[(norm, hidden)] = variants(norm, hidden)
             impls = built[(norm, hidden)]
             params = list(impls["nn"].parameters())  # shared by every variant
             for impl, fn in impls.items():
+                if only is not None and impl not in only and (norm, impl) not in only:
+                    continue
                 for p in passes:
-                    wanted = only is None or impl in only or (norm, impl) in only
-                    if (norm, impl) in failures or not wanted:
-                        continue
-                    start, first = time.perf_counter(), None
+                    if (norm, impl) in failures:
+                        break
+                    call = norm_call(fn, x, params, passes=p)
+                    start = time.perf_counter()
                     try:
-                        if first_call is None or impl in first_call:
-                            time_norm(fn, x, params, passes=p, warmup=0, repeats=1)
-                            first = time.perf_counter() - start
-                        seconds = time_norm(fn, x, params, passes=p, **timing)
+                        call()
+                        synchronize(device)
                     except Exception as err:  # report it, and race the others
                         failures[(norm, impl)] = f"{type(err).__name__}: {err}".splitlines()[0]
                         continue
-                    moved = bytes_moved(norm, rows, hidden, itemsize=x.element_size(), passes=p)
-                    table.append(
-                        {
-                            "norm": norm,
-                            "impl": impl,
-                            "rows": rows,
-                            "hidden": hidden,
-                            "passes": p,
-                            "number": timing["number"],
-                            "seconds": seconds,
-                            "bytes": moved,
-                            "gbps": moved / seconds / 1e9,
-                            "copy_gbps": copy / 1e9,
-                            "clone_gbps": clone / 1e9,
-                            "pct_of_copy": 100 * moved / seconds / copy,
-                            "first_call_s": first,
-                        }
-                    )
+                    first[(norm, impl, p)] = time.perf_counter() - start
+                    calls[(norm, impl, p)] = call
+        calls["copy"](), calls["clone"]()  # their first calls
+        samples = interleaved_times(calls, repeats=repeats, number=n, device=device, seed=seed)
+        copy_s = statistics.median(samples["copy"])
+        clone_s = statistics.median(samples["clone"])
+        for (norm, impl, p), first_s in first.items():
+            if (norm, impl) in failures:  # failed on a later pass
+                continue
+            seconds = statistics.median(samples[(norm, impl, p)])
+            moved = bytes_moved(norm, rows, hidden, itemsize=x.element_size(), passes=p)
+            table.append(
+                {
+                    "norm": norm,
+                    "impl": impl,
+                    "rows": rows,
+                    "hidden": hidden,
+                    "passes": p,
+                    "number": n,
+                    "samples": samples[(norm, impl, p)],
+                    "seconds": seconds,
+                    "bytes": moved,
+                    "gbps": moved / seconds / 1e9,
+                    "copy_bytes": copy_bytes,
+                    "copy_samples": samples["copy"],
+                    "copy_gbps": copy_bytes / copy_s / 1e9,
+                    "clone_samples": samples["clone"],
+                    "clone_gbps": copy_bytes / clone_s / 1e9,
+                    "pct_of_copy": 100 * moved / seconds / (copy_bytes / copy_s),
+                    "first_call_s": first_s,
+                }
+            )
     return table, failures
 
 
-def speedup(table, *, rows, hidden, passes, rms_impl, ln_impl) -> float:
-    """time(LayerNorm, ln_impl) / time(RMSNorm, rms_impl) at one size: > 1 means RMSNorm wins."""
+def find(table, norm, impl, *, rows, hidden, passes) -> dict:
+    """The table's row for one (norm, implementation) at one size and pass."""
+    key = (norm, impl, rows, hidden, passes)
+    for r in table:
+        if (r["norm"], r["impl"], r["rows"], r["hidden"], r["passes"]) == key:
+            return r
+    raise KeyError(f"no measurement for {norm} {impl} {rows}x{hidden} {passes}")
 
-    def seconds(norm, impl):
-        for r in table:
-            key = (r["norm"], r["impl"], r["rows"], r["hidden"], r["passes"])
-            if key == (norm, impl, rows, hidden, passes):
-                return r["seconds"]
-        raise KeyError(f"no measurement for {norm} {impl} {rows}x{hidden} {passes}")
 
-    return seconds("layer_norm", ln_impl) / seconds("rms_norm", rms_impl)
+def speedup(table, *, rows, hidden, passes, rms_impl, ln_impl) -> Spread:
+    """time(LayerNorm, ln_impl) / time(RMSNorm, rms_impl) at one size, with its range.
+
+    Above 1 RMSNorm was faster; the range (see ratio_spread) lies wholly above 1 only when
+    compare() finds RMSNorm faster.
+    """
+    kw = {"rows": rows, "hidden": hidden, "passes": passes}
+    ln, rms = find(table, "layer_norm", ln_impl, **kw), find(table, "rms_norm", rms_impl, **kw)
+    return ratio_spread(ln["samples"], rms["samples"])
+
+
+def pct_of_copy(row) -> Spread:
+    """A row's achieved bandwidth as a percentage of the copy bandwidth, with its range."""
+    ratio = ratio_spread(row["copy_samples"], row["samples"])  # copy time / norm time
+    scale = 100 * row["bytes"] / row["copy_bytes"]
+    return Spread(*(scale * v for v in ratio))
 
 
 def fastest(table, norm, *, rows, hidden, passes) -> dict:
-    """The row of the fastest implementation of `norm` at one size."""
+    """The row of the implementation of `norm` with the lowest median time at one size."""
     candidates = [
         r
         for r in table
@@ -439,6 +640,21 @@ def fastest(table, norm, *, rows, hidden, passes) -> dict:
     if not candidates:
         raise KeyError(f"no measurement for {norm} {rows}x{hidden} {passes}")
     return min(candidates, key=lambda r: r["seconds"])
+
+
+def fastest_group(table, norm, *, rows, hidden, passes) -> list:
+    """The implementations of `norm` not measurably slower than the fastest, in table order.
+
+    The fastest by median may win by noise alone; every implementation whose timings overlap
+    its range (compare() finds no difference) shares the place.
+    """
+    best = fastest(table, norm, rows=rows, hidden=hidden, passes=passes)
+    return [
+        r["impl"]
+        for r in table
+        if (r["norm"], r["rows"], r["hidden"], r["passes"]) == (norm, rows, hidden, passes)
+        and compare(r["samples"], best["samples"]) != SLOWER
+    ]
 
 
 # --8<-- [end:benchmark]
@@ -453,4 +669,6 @@ if __name__ == "__main__":
             print(f"{norm}, {p}: {bytes_moved(norm, 1024, 4096, passes=p) / n:.3f} x size of x")
     t = median_time(lambda: torch.ones(1000).sum(), warmup=1, repeats=3)
     print("timer gives a positive, finite median:", t > 0 and math.isfinite(t))
+    a, b, c = [1.0, 1.1, 1.2, 1.3], [2.0, 2.1, 2.2, 2.3], [1.1, 1.2, 1.3, 1.4]
+    print(describe(compare(a, b), "a", "b"), "|", describe(compare(a, c), "a", "c"))
 # --8<-- [end:demo]

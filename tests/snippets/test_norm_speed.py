@@ -7,6 +7,7 @@ docs/experiments/norm_speed.py checks the compiled variants against nn.* before 
 from __future__ import annotations
 
 import math
+import os
 import platform
 import subprocess
 import sys
@@ -18,15 +19,26 @@ from torch import nn
 
 from snippets.layer_norm import LayerNorm
 from snippets.norm_speed import (
+    FASTER,
     FORWARD_FLOPS_PER_ELEMENT,
     IMPLEMENTATIONS,
+    MIN_SAMPLES,
     NORMS,
     PASSES,
+    SLOWER,
+    UNRESOLVED,
+    Spread,
     benchmark,
     bytes_moved,
+    compare,
     copy_bandwidth,
+    describe,
     fastest,
+    fastest_group,
+    find,
+    interleaved_times,
     keep_freed_memory,
+    machine,
     matmul_flops,
     max_error,
     median_time,
@@ -34,6 +46,9 @@ from snippets.norm_speed import (
     norm_call,
     norm_variants,
     op_traffic,
+    pct_of_copy,
+    quartiles,
+    ratio_spread,
     speedup,
     time_norm,
 )
@@ -124,6 +139,39 @@ def test_median_time_rejects_bad_arguments(kwargs, error, match):
         median_time(args.pop("fn"), **args)
 
 
+def test_interleaved_times_round_robin_in_a_seeded_random_order():
+    log = []
+    calls = {name: (lambda name=name: log.append(name)) for name in "abcd"}
+    samples = interleaved_times(calls, repeats=5, number=2, seed=3)
+    assert set(samples) == set("abcd")
+    assert all(len(s) == 5 and all(t > 0 and math.isfinite(t) for t in s) for s in samples.values())
+    rounds = [log[i : i + 8] for i in range(0, len(log), 8)]  # 4 callables x 2 calls per sample
+    assert len(rounds) == 5
+    for r in rounds:  # every callable sampled once per round, its calls back to back
+        assert sorted(r) == sorted("aabbccdd") and all(r[i] == r[i + 1] for i in range(0, 8, 2))
+    orders = [tuple(r[::2]) for r in rounds]
+    assert len(set(orders)) > 1  # the order changes from round to round
+    log.clear()
+    interleaved_times(calls, repeats=5, number=2, seed=3)
+    assert [tuple(r[::2]) for r in (log[i : i + 8] for i in range(0, 40, 8))] == orders
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"calls": {}}, ValueError, "calls must be a non-empty dict of callables"),
+        ({"calls": [print]}, ValueError, "calls must be a non-empty dict of callables"),
+        ({"calls": {"a": 3}}, TypeError, r"calls\['a'\] must be callable, got int"),
+        ({"repeats": 0}, ValueError, "repeats must be an int >= 1, got 0"),
+        ({"number": True}, ValueError, "number must be an int >= 1, got True"),
+    ],
+)
+def test_interleaved_times_rejects_bad_arguments(kwargs, error, match):
+    args = {"calls": {"a": lambda: None}} | kwargs
+    with pytest.raises(error, match=match):
+        interleaved_times(args.pop("calls"), **args)
+
+
 def test_copy_and_matmul_rates_are_positive_finite(device):
     copy = copy_bandwidth(4096, device=device, **FAST)
     clone = copy_bandwidth(4096, fresh=True, device=device, **FAST)
@@ -134,6 +182,139 @@ def test_copy_and_matmul_rates_are_positive_finite(device):
         copy_bandwidth(0)
     with pytest.raises(ValueError, match="n must be a positive int, got -3"):
         matmul_flops(-3)
+
+
+# --- the spread and the verdict rule ----------------------------------------------------
+
+
+def test_quartiles_interpolate_like_numpy():
+    assert quartiles([4.0, 1.0, 3.0, 2.0, 5.0]) == (3.0, 2.0, 4.0)  # unsorted input
+    assert quartiles([1.0, 2.0, 3.0, 4.0]) == (2.5, 1.75, 3.25)
+    assert quartiles([2.0]) == (2.0, 2.0, 2.0)  # one sample: a range of zero width
+    assert quartiles((1, 1, 1)) == Spread(1, 1, 1)  # ints are numbers too
+
+
+def test_one_outlier_barely_moves_the_range():
+    calm = [1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06]
+    assert quartiles([*calm[:-1], 50.0]).high == pytest.approx(quartiles(calm).high)
+
+
+def test_disjoint_ranges_are_a_difference_both_ways():
+    fast, slow = [1.0, 1.1, 1.2, 1.3, 1.4], [2.0, 2.1, 2.2, 2.3, 2.4]
+    assert compare(fast, slow) == FASTER
+    assert compare(slow, fast) == SLOWER
+
+
+def test_overlapping_ranges_are_no_measurable_difference():
+    a, b = [1.0, 1.1, 1.2, 1.3, 1.4], [1.15, 1.25, 1.35, 1.45, 1.55]
+    assert quartiles(a).median < quartiles(b).median  # the medians alone would pick a
+    assert compare(a, b) == compare(b, a) == UNRESOLVED
+
+
+def test_identical_and_touching_ranges_are_no_measurable_difference():
+    a = [1.0, 2.0, 3.0]
+    assert compare(a, list(a)) == UNRESOLVED
+    assert compare([1.0, 1.0, 1.0], [1.0, 1.0, 1.0]) == UNRESOLVED
+    assert compare([1.0, 2.0, 2.0], [2.0, 2.0, 3.0]) == UNRESOLVED  # ranges touch at 2.0
+
+
+def test_zero_width_ranges_that_differ_are_a_difference():
+    assert compare([1.0, 1.0, 1.0], [1.5, 1.5, 1.5]) == FASTER
+
+
+def test_a_wide_outlier_does_not_hide_a_clear_difference():
+    fast = [1.0, 1.0, 1.1, 1.1, 9.0]  # one sample caught by background load
+    slow = [2.0, 2.1, 2.1, 2.2, 2.2]
+    assert compare(fast, slow) == FASTER
+
+
+def test_compare_needs_enough_samples():
+    with pytest.raises(ValueError, match=rf"samples_a must hold at least {MIN_SAMPLES} timings"):
+        compare([1.0], [2.0, 2.0, 2.0])
+    with pytest.raises(ValueError, match=r"samples_b must hold at least 3 timings.*got 2"):
+        compare([1.0, 1.0, 1.0], iter([2.0, 2.0]))
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "match"),
+    [
+        ([], ValueError, "samples_a is empty"),
+        ([1.0, float("nan"), 1.0], ValueError, "positive finite seconds, got nan"),
+        ([1.0, float("inf"), 1.0], ValueError, "positive finite seconds, got inf"),
+        ([1.0, -1.0, 1.0], ValueError, r"positive finite seconds, got -1\.0"),
+        ([1.0, 0.0, 1.0], ValueError, r"positive finite seconds, got 0\.0"),
+        ([1.0, "2", 1.0], TypeError, "must hold real numbers, got '2'"),
+        ([1.0, True, 1.0], TypeError, "must hold real numbers, got True"),
+        (1.0, TypeError, "samples_a must be a sequence of seconds, got float"),
+        ("123", TypeError, "samples_a must be a sequence of seconds, got str"),
+    ],
+)
+def test_compare_rejects_bad_timings(bad, error, match):
+    with pytest.raises(error, match=match):
+        compare(bad, [1.0, 1.0, 1.0])
+
+
+def test_quartiles_and_ratio_reject_bad_timings():
+    with pytest.raises(ValueError, match="samples is empty"):
+        quartiles([])
+    with pytest.raises(ValueError, match="positive finite seconds, got nan"):
+        ratio_spread([1.0], [float("nan")])
+
+
+def test_ratio_range_excludes_one_exactly_when_compare_finds_a_difference():
+    fast, slow = [1.0, 1.1, 1.2, 1.3, 1.4], [2.0, 2.1, 2.2, 2.3, 2.4]
+    s = ratio_spread(slow, fast)  # t_slow / t_fast: a speedup of fast over slow
+    assert s.median == pytest.approx(2.2 / 1.2)
+    assert s.low == pytest.approx(2.1 / 1.3) and s.high == pytest.approx(2.3 / 1.1)
+    assert s.low > 1 and compare(fast, slow) == FASTER
+    near = [1.15, 1.25, 1.35, 1.45, 1.55]
+    r = ratio_spread(near, fast)
+    assert r.low <= 1 <= r.high and compare(fast, near) == UNRESOLVED
+
+
+def test_describe_words_each_verdict():
+    assert describe(FASTER, "RMSNorm", "LayerNorm") == "RMSNorm is faster than LayerNorm"
+    assert describe(SLOWER, "RMSNorm", "LayerNorm") == "RMSNorm is slower than LayerNorm"
+    assert describe(UNRESOLVED, "a", "b") == (
+        "no difference between a and b was measurable at this precision"
+    )
+    with pytest.raises(ValueError, match=r"verdict must be one of .* got 'quicker'"):
+        describe("quicker", "a", "b")
+
+
+# --- the machine -----------------------------------------------------------------------
+
+
+def test_machine_reads_the_cpu_model_from_cpuinfo(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: Test CPU 9000 @ 3.0GHz\nflags\t: sse\n")
+    text = machine(info)
+    assert text.startswith("CPU Test CPU 9000 @ 3.0GHz, ")
+    assert f"{os.cpu_count()} logical CPUs" in text
+    assert f"{torch.get_num_threads()} torch threads" in text
+    assert f"torch {torch.__version__}" in text
+
+
+@pytest.mark.parametrize("content", [None, "processor\t: 0\nCPU part\t: 0xd0c\n"])
+def test_machine_falls_back_without_a_model_name(tmp_path, content):
+    info = tmp_path / "cpuinfo"
+    if content is not None:  # ARM Linux has no "model name" line; other systems no file
+        info.write_text(content)
+    want = platform.processor() or platform.machine() or "unknown CPU"
+    assert machine(str(info)).startswith(f"CPU {want}, ")
+
+
+def test_machine_names_the_gpu_when_cuda_is_present(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Test GPU 80GB")
+    assert machine().endswith(", GPU Test GPU 80GB")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert machine().endswith(", no CUDA GPU")
+
+
+def test_machine_rejects_a_non_path():
+    with pytest.raises(TypeError, match="cpuinfo must be a path, got int"):
+        machine(3)  # open(3) would read file descriptor 3
 
 
 # --- a fair race: every variant computes nn.*'s numbers --------------------------------
@@ -273,16 +454,36 @@ def test_keep_freed_memory_rejects_bad_limits(limit):
 
 def test_benchmark_table_has_one_row_per_measurement(device):
     sizes = [(4, 8), (2, 16)]
-    table, failures = benchmark(sizes, eager_variants, device=device, repeats=1)
+    table, failures = benchmark(sizes, eager_variants, device=device, repeats=3)
     assert failures == {}
     assert len(table) == len(sizes) * len(NORMS) * 3 * len(PASSES)
     for row in table:
-        assert row["seconds"] > 0 and math.isfinite(row["gbps"])
+        assert len(row["samples"]) == len(row["copy_samples"]) == len(row["clone_samples"]) == 3
+        assert row["seconds"] == quartiles(row["samples"]).median
+        assert row["first_call_s"] > 0 and math.isfinite(row["gbps"])
         want = bytes_moved(row["norm"], row["rows"], row["hidden"], passes=row["passes"])
         assert row["bytes"] == want
+        assert row["copy_bytes"] == 2 * row["rows"] * row["hidden"] * 4
         assert row["gbps"] == pytest.approx(row["bytes"] / row["seconds"] / 1e9)
         assert row["pct_of_copy"] == pytest.approx(100 * row["gbps"] / row["copy_gbps"])
         assert row["clone_gbps"] > 0
+        assert pct_of_copy(row).median == pytest.approx(row["pct_of_copy"])
+
+
+def test_benchmark_interleaves_every_call_of_a_size():
+    log = []
+
+    def variants(norm, hidden):
+        out = eager_variants(norm, hidden)
+        for impl in ("scratch", "F"):
+            out[impl] = lambda x, impl=impl, fn=out[impl]: (log.append((norm, impl)), fn(x))[1]
+        return out
+
+    benchmark([(2, 8)], variants, passes=("forward",), repeats=4)
+    first, timed = log[:4], log[4:]
+    assert sorted(first) == sorted((n, i) for n in NORMS for i in ("scratch", "F"))
+    rounds = [timed[i : i + 4] for i in range(0, len(timed), 4)]
+    assert len(rounds) == 4 and all(sorted(r) == sorted(first) for r in rounds)
 
 
 def test_benchmark_chooses_calls_per_sample_from_a_copy():
@@ -298,9 +499,8 @@ def test_benchmark_times_only_what_it_is_asked_to():
     table, _ = benchmark([(2, 8)], eager_variants, only=("nn",), **kwargs)
     assert [(r["norm"], r["impl"]) for r in table] == [(n, "nn") for n in NORMS]
     pairs = [("layer_norm", "F"), ("rms_norm", "scratch")]
-    table, _ = benchmark([(2, 8)], eager_variants, only=pairs, first_call=("F",), **kwargs)
+    table, _ = benchmark([(2, 8)], eager_variants, only=pairs, **kwargs)
     assert [(r["norm"], r["impl"]) for r in table] == pairs
-    assert table[0]["first_call_s"] > 0 and table[1]["first_call_s"] is None
 
 
 def test_benchmark_reports_a_failing_variant_and_races_the_rest():
@@ -320,19 +520,25 @@ def test_benchmark_rejects_bad_arguments():
         benchmark([(2, 8)], eager_variants, dtype=torch.int64)
     with pytest.raises(ValueError, match="passes must be a non-empty subset"):
         benchmark([(2, 8)], eager_variants, passes=("backward",))
+    with pytest.raises(ValueError, match="repeats must be an int >= 1, got 0"):
+        benchmark([(2, 8)], eager_variants, repeats=0)
 
 
 def synthetic_table():
+    """Made-up timings: LayerNorm nn ~2 s, compiled ~3 s; RMSNorm nn ~4 s, compiled ~1 s,
+    F ~1.05 s (overlapping compiled's range)."""
     rows = []
     for norm, impl, seconds in [
-        ("layer_norm", "nn", 2.0),
-        ("layer_norm", "compiled", 3.0),
-        ("rms_norm", "nn", 4.0),
-        ("rms_norm", "compiled", 1.0),
+        ("layer_norm", "nn", [1.9, 2.0, 2.0, 2.1]),
+        ("layer_norm", "compiled", [2.9, 3.0, 3.0, 3.1]),
+        ("rms_norm", "nn", [3.9, 4.0, 4.0, 4.1]),
+        ("rms_norm", "F", [0.95, 1.0, 1.1, 1.15]),
+        ("rms_norm", "compiled", [0.9, 1.0, 1.0, 1.1]),
     ]:
         rows.append(
             {"norm": norm, "impl": impl, "rows": 8, "hidden": 4, "passes": "forward"}
-            | {"seconds": seconds}
+            | {"samples": seconds, "seconds": quartiles(seconds).median}
+            | {"bytes": 100, "copy_bytes": 200, "copy_samples": [0.5, 0.5, 0.5, 0.5]}
         )
     return rows
 
@@ -340,11 +546,35 @@ def synthetic_table():
 def test_speedup_and_fastest_on_a_known_table():
     table = synthetic_table()
     same = {"rows": 8, "hidden": 4, "passes": "forward"}
-    assert speedup(table, rms_impl="nn", ln_impl="nn", **same) == 0.5  # RMSNorm slower
-    assert speedup(table, rms_impl="compiled", ln_impl="nn", **same) == 2.0
+    nn_vs_nn = speedup(table, rms_impl="nn", ln_impl="nn", **same)
+    assert nn_vs_nn.median == 0.5  # RMSNorm slower
+    assert nn_vs_nn.low == pytest.approx(1.975 / 4.025) and nn_vs_nn.high == pytest.approx(
+        2.025 / 3.975
+    )
+    assert speedup(table, rms_impl="compiled", ln_impl="nn", **same).median == 2.0
     assert fastest(table, "rms_norm", **same)["impl"] == "compiled"
     assert fastest(table, "layer_norm", **same)["impl"] == "nn"
-    with pytest.raises(KeyError, match="no measurement for rms_norm F 8x4 forward"):
-        speedup(table, rms_impl="F", ln_impl="nn", **same)
+    assert find(table, "rms_norm", "F", **same)["seconds"] == 1.05
+    with pytest.raises(KeyError, match="no measurement for rms_norm scratch 8x4 forward"):
+        speedup(table, rms_impl="scratch", ln_impl="nn", **same)
     with pytest.raises(KeyError, match="no measurement for rms_norm 16x4 forward"):
         fastest(table, "rms_norm", rows=16, hidden=4, passes="forward")
+
+
+def test_fastest_group_holds_every_implementation_the_fastest_does_not_beat():
+    table = synthetic_table()
+    same = {"rows": 8, "hidden": 4, "passes": "forward"}
+    assert fastest_group(table, "rms_norm", **same) == ["F", "compiled"]  # in table order
+    assert fastest_group(table, "layer_norm", **same) == ["nn"]
+    with pytest.raises(KeyError, match=r"no measurement for layer_norm 8x4 forward\+backward"):
+        fastest_group(table, "layer_norm", rows=8, hidden=4, passes="forward+backward")
+
+
+def test_pct_of_copy_carries_the_range_of_both_timings():
+    row = find(synthetic_table(), "rms_norm", "compiled", rows=8, hidden=4, passes="forward")
+    # the row moves half the bytes of a copy: 50 % at equal times; the norm takes 2x as long
+    got = pct_of_copy(row)
+    assert got.median == pytest.approx(25.0)
+    assert got.low == pytest.approx(50 * 0.5 / 1.025) and got.high == pytest.approx(
+        50 * 0.5 / 0.975
+    )
