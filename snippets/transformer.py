@@ -18,6 +18,16 @@ from torch import nn
 
 
 # --8<-- [start:norms]
+def check_size(name: str, value) -> int:
+    """Sizes (widths, heads, layers) are positive ints: a 0, -4 or 2.0 would fail later, far
+    from the mistake, or build something empty without a word."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be a positive int, got {value!r} ({type(value).__name__})")
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value}")
+    return value
+
+
 class DyT(nn.Module):
     """Dynamic Tanh, a norm-free stand-in for a norm layer: weight * tanh(alpha * x) + bias.
 
@@ -25,27 +35,35 @@ class DyT(nn.Module):
     scalar (0.5 at init in the official code); no statistics are computed.
     """
 
-    def __init__(self, normalized_shape: int, alpha_init: float = 0.5):
+    def __init__(self, normalized_shape: int, alpha_init: float = 0.5, bias: bool = True):
         super().__init__()
+        check_size("normalized_shape", normalized_shape)
         self.alpha = nn.Parameter(torch.full((1,), float(alpha_init)))
         self.weight = nn.Parameter(torch.ones(normalized_shape))
-        self.bias = nn.Parameter(torch.zeros(normalized_shape))
+        self.bias = nn.Parameter(torch.zeros(normalized_shape)) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.weight * torch.tanh(self.alpha * x) + self.bias
+        y = self.weight * torch.tanh(self.alpha * x)
+        return y + self.bias if self.bias is not None else y
 
 
 NORMS = ("layernorm", "rmsnorm", "dyt")
 
 
-def make_norm(norm: str, d_model: int, eps: float | None = None) -> nn.Module:
-    """The norm layer named by ``norm``; eps None keeps each layer's PyTorch default."""
+def make_norm(norm: str, d_model: int, eps: float | None = None, bias: bool = True) -> nn.Module:
+    """The norm layer named by ``norm``; eps None keeps each layer's PyTorch default.
+
+    ``bias=False`` drops the norm's shift, as nn.LayerNorm(bias=False); RMSNorm has none.
+    """
+    check_size("d_model", d_model)
     if norm == "layernorm":
-        return nn.LayerNorm(d_model, eps=1e-5 if eps is None else eps)
+        return nn.LayerNorm(d_model, eps=1e-5 if eps is None else eps, bias=bias)
     if norm == "rmsnorm":
         return nn.RMSNorm(d_model, eps=eps)  # eps None: PyTorch picks machine epsilon
     if norm == "dyt":
-        return DyT(d_model)
+        if eps is not None:  # DyT computes no statistics, so there is nothing to guard
+            raise ValueError(f"DyT has no eps, got eps={eps!r}")
+        return DyT(d_model, bias=bias)
     raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
 
 
@@ -80,20 +98,34 @@ class Residual(nn.Module):
         eps: float | None = None,
         alpha: float | torch.Tensor = 1.0,
         pre_scale: float = 1.0,
+        bias: bool = True,
     ):
         super().__init__()
         if norm_position not in POSITIONS:
             raise ValueError(f"norm_position must be one of {POSITIONS}, got {norm_position!r}")
+        check_size("d_model", d_model)
+        p = norm_position
+        # alpha and pre_scale act only where their placement puts them: refuse, never ignore.
+        if not isinstance(alpha, (int, float, torch.Tensor)) or isinstance(alpha, bool):
+            raise TypeError(f"alpha must be a float or a tensor, got {type(alpha).__name__}")
+        if (isinstance(alpha, torch.Tensor) or alpha != 1.0) and p not in ("post", "deepnorm"):
+            raise ValueError(f"alpha scales x in 'post' and 'deepnorm' only, got {p!r}")
+        if not isinstance(pre_scale, (int, float)) or isinstance(pre_scale, bool):
+            raise TypeError(f"pre_scale must be a float, got {type(pre_scale).__name__}")
+        if pre_scale != 1.0 and p not in ("pre", "sandwich"):
+            raise ValueError(f"pre_scale scales Norm(x) in 'pre' and 'sandwich' only, got {p!r}")
         self.sublayer = sublayer
         self.d_model = d_model
         self.norm_position = norm_position
         self.dropout = nn.Dropout(dropout)
         self.pre_scale = pre_scale  # LayerNorm Scaling multiplies Norm(x) by 1/sqrt(layer)
-        p = norm_position
+        if norm not in NORMS:  # checked here too: rezero builds no norm to check it
+            raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
         # Only the norms this placement uses exist, so parameter counts are honest.
-        self.norm_in = make_norm(norm, d_model, eps) if p in ("pre", "sandwich") else None
-        self.norm_branch = make_norm(norm, d_model, eps) if p in ("sandwich", "output") else None
-        self.norm_out = make_norm(norm, d_model, eps) if p in ("post", "deepnorm") else None
+        args = (norm, d_model, eps, bias)
+        self.norm_in = make_norm(*args) if p in ("pre", "sandwich") else None
+        self.norm_branch = make_norm(*args) if p in ("sandwich", "output") else None
+        self.norm_out = make_norm(*args) if p in ("post", "deepnorm") else None
         if p == "rezero":
             self.alpha = nn.Parameter(torch.zeros(1))  # the block starts as the identity
         elif isinstance(alpha, torch.Tensor):
@@ -102,6 +134,9 @@ class Residual(nn.Module):
             self.alpha = float(alpha)  # DeepNet's up-weighting of x; 1 means plain x
 
     def forward(self, x: torch.Tensor, **kwargs) -> torch.Tensor:
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            what = f"dtype {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__
+            raise TypeError(f"expected a floating-point tensor, got {what}")
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(
                 f"expected input of shape (batch, seq_len, {self.d_model}), got {tuple(x.shape)}"
@@ -134,6 +169,8 @@ class MultiHeadAttention(nn.Module):
         self, d_model: int, n_heads: int, dropout: float = 0.0, causal: bool = False, bias=True
     ):
         super().__init__()
+        check_size("d_model", d_model)
+        check_size("n_heads", n_heads)
         if d_model % n_heads != 0:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         self.n_heads, self.causal = n_heads, causal
@@ -155,15 +192,23 @@ class MultiHeadAttention(nn.Module):
         return self.proj(y)
 
 
+# gelu_tanh: GELU's tanh approximation, the gelu of GPT-2 (openai/gpt-2 src/model.py)
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
+
+
 class FeedForward(nn.Module):
     """Position-wise MLP: Linear -> activation -> dropout -> Linear."""
 
     def __init__(self, d_model: int, d_ff: int, dropout=0.0, activation="gelu", bias=True):
         super().__init__()
-        if activation not in ("relu", "gelu"):
-            raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
+        check_size("d_model", d_model)
+        check_size("d_ff", d_ff)
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
         self.fc = nn.Linear(d_model, d_ff, bias=bias)
-        self.act = nn.ReLU() if activation == "relu" else nn.GELU()
+        self.act = {"relu": nn.ReLU(), "gelu": nn.GELU(), "gelu_tanh": nn.GELU(approximate="tanh")}[
+            activation
+        ]
         self.dropout = nn.Dropout(dropout)
         self.proj = nn.Linear(d_ff, d_model, bias=bias)
 
@@ -198,7 +243,7 @@ class Block(nn.Module):
     ):
         super().__init__()
         conn = dict(norm_position=norm_position, norm=norm, dropout=dropout, eps=eps)
-        conn.update(alpha=alpha, pre_scale=pre_scale)
+        conn.update(alpha=alpha, pre_scale=pre_scale, bias=bias)  # bias: linears and norms
         attn = MultiHeadAttention(d_model, n_heads, dropout, causal, bias)
         self.attn = Residual(attn, d_model, **conn)
         self.mlp = Residual(FeedForward(d_model, d_ff, dropout, activation, bias), d_model, **conn)
@@ -222,6 +267,9 @@ def layer_placements(norm_position: str, n_layers: int, mix_ratio: float = 0.25)
     LayerNorm Scaling (Sun et al. 2025, arXiv 2502.05795) is Pre-LN with the
     norm's output scaled by 1/sqrt(l) in layer l = 1, 2, ...
     """
+    check_size("n_layers", n_layers)
+    if not 0.0 <= mix_ratio <= 1.0:
+        raise ValueError(f"mix_ratio is a fraction of the layers, in [0, 1], got {mix_ratio}")
     if norm_position == "mixln":
         n_post = int(mix_ratio * n_layers)
         return [("post" if i < n_post else "pre", 1.0) for i in range(n_layers)]
@@ -234,21 +282,26 @@ def layer_placements(norm_position: str, n_layers: int, mix_ratio: float = 0.25)
 
 def needs_final_norm(norm_position: str) -> bool:
     """Placements that leave the residual sum un-normalized need one norm after the last layer."""
+    if norm_position not in STACK_POSITIONS:
+        raise ValueError(f"norm_position must be one of {STACK_POSITIONS}, got {norm_position!r}")
     return norm_position in ("pre", "sandwich", "output", "mixln", "lns")
 
 
 def deepnorm_alpha_beta(n_layers: int) -> tuple[float, float]:
     """DeepNet's constants for a decoder-only (or encoder-only) stack of N layers.
 
-    Wang et al. 2022 (arXiv 2203.00555), Table 1 (N layers): alpha = (2N)^(1/4),
-    beta = (8N)^(-1/4).
+    Wang et al. 2022 (arXiv 2203.00555), Figure 2(b), derived in §4.3 and Appendix C:
+    alpha = (2N)^(1/4), beta = (8N)^(-1/4).
     """
+    check_size("n_layers", n_layers)
     return (2 * n_layers) ** 0.25, (8 * n_layers) ** -0.25
 
 
 def deepnorm_init_(block: Block, beta: float) -> None:
     """DeepNet's init: Xavier-normal with gain beta for the FFN, the value and the output
     projections; gain 1 for queries and keys."""
+    if not isinstance(block, Block):
+        raise TypeError(f"deepnorm_init_ expects a Block, got {type(block).__name__}")
     attn, mlp = block.attn.sublayer, block.mlp.sublayer
     C = attn.proj.in_features
     with torch.no_grad():
@@ -263,6 +316,7 @@ class Stack(nn.Module):
 
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, **block_kwargs):
         super().__init__()
+        check_size("n_layers", n_layers)
         norm_position = block_kwargs.pop("norm_position", "pre")
         final_norm = block_kwargs.pop("final_norm", None)
         norm = block_kwargs.get("norm", "layernorm")
@@ -277,7 +331,8 @@ class Stack(nn.Module):
                 deepnorm_init_(layer, beta)
         if final_norm is None:
             final_norm = needs_final_norm(norm_position)
-        self.norm_f = make_norm(norm, d_model, block_kwargs.get("eps")) if final_norm else None
+        eps, bias = block_kwargs.get("eps"), block_kwargs.get("bias", True)
+        self.norm_f = make_norm(norm, d_model, eps, bias) if final_norm else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
@@ -294,16 +349,23 @@ def admin_init_(stack: Stack, x: torch.Tensor) -> list[float]:
     next connection's omega is sqrt(Var[omega * x] + Var[F(x)]) of this one, as
     in the authors' code (LiyuanLucasLiu/Transformer-Clinic). Returns the omegas.
     """
+    connections = [conn for layer in stack.layers for conn in (layer.attn, layer.mlp)]
+    for conn in connections:  # all checked before any is changed
+        if conn.norm_position != "post":
+            raise ValueError(f"Admin needs a Post-LN stack, got {conn.norm_position!r}")
+    d_model = connections[0].d_model
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != d_model:
+        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"expected x of shape (batch, seq_len, {d_model}), got {got}")
+    if x.numel() < 2:  # the variance of fewer than 2 numbers is NaN, and so would omega be
+        raise ValueError(f"Admin needs a non-empty x to measure variances, got {tuple(x.shape)}")
     omega, omegas = 1.0, []
-    for layer in stack.layers:
-        for conn in (layer.attn, layer.mlp):
-            if conn.norm_position != "post":
-                raise ValueError(f"Admin needs a Post-LN stack, got {conn.norm_position!r}")
-            conn.alpha = nn.Parameter(torch.full((x.shape[-1],), omega, device=x.device))
-            omegas.append(omega)
-            branch = conn.sublayer(x)
-            omega = math.sqrt((x * omega).var().item() + branch.var().item())
-            x = conn(x)
+    for conn in connections:
+        conn.alpha = nn.Parameter(torch.full((d_model,), omega, device=x.device, dtype=x.dtype))
+        omegas.append(omega)
+        branch = conn.sublayer(x)
+        omega = math.sqrt((x * omega).var().item() + branch.var().item())
+        x = conn(x)
     return omegas
 
 
@@ -322,6 +384,7 @@ class GPTConfig:
     bias: bool = True
     norm_position: str = "pre"  # any of STACK_POSITIONS
     norm: str = "layernorm"  # "layernorm" | "rmsnorm" | "dyt"
+    activation: str = "gelu"  # nanoGPT's exact GELU; "gelu_tanh" is GPT-2's approximation
 
 
 class GPT(nn.Module):
@@ -330,6 +393,8 @@ class GPT(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.config = c = config
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
+            check_size(f"GPTConfig.{name}", getattr(c, name))
         self.wte = nn.Embedding(c.vocab_size, c.n_embd)
         self.wpe = nn.Embedding(c.block_size, c.n_embd)
         self.drop = nn.Dropout(c.dropout)
@@ -343,21 +408,21 @@ class GPT(nn.Module):
             norm_position=c.norm_position,
             norm=c.norm,
             causal=True,
-            activation="gelu",
+            activation=c.activation,
         )
         self.lm_head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight  # weight tying, as GPT-2
         self.apply(self._init_weights)
-        if c.norm_position != "deepnorm":
+        if c.norm_position == "deepnorm":
+            _, beta = deepnorm_alpha_beta(c.n_layer)
+            for layer in self.stack.layers:
+                deepnorm_init_(layer, beta)
+        else:
             # GPT-2: scale the init of the layers that write into the residual stream
             # by 1/sqrt(number of residual sums), 2 per layer.
             for name, p in self.named_parameters():
                 if name.endswith("sublayer.proj.weight"):
                     nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * c.n_layer))
-        else:
-            _, beta = deepnorm_alpha_beta(c.n_layer)
-            for layer in self.stack.layers:
-                deepnorm_init_(layer, beta)
 
     def _init_weights(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear):
@@ -371,14 +436,24 @@ class GPT(nn.Module):
         return sum(p.numel() for p in self.parameters())  # tied weights counted once
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
+        if not isinstance(idx, torch.Tensor):
+            raise TypeError(f"idx must be a tensor of token ids, got {type(idx).__name__}")
         if idx.dim() != 2 or idx.dtype != torch.long:
             raise ValueError(
                 f"idx must be a (batch, seq_len) tensor of token ids (torch.long), "
                 f"got shape {tuple(idx.shape)} and dtype {idx.dtype}"
             )
-        T = idx.shape[1]
+        T, V = idx.shape[1], self.config.vocab_size
         if T > self.config.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.config.block_size}")
+        # Out of range, the embedding would fail with an IndexError (on CUDA, an assert).
+        if idx.numel() and (idx.min() < 0 or idx.max() >= V):
+            lo, hi = idx.min().item(), idx.max().item()
+            raise ValueError(f"token ids must be in [0, {V}), got ids from {lo} to {hi}")
+        if targets is not None and targets.shape != idx.shape:  # else silently re-paired
+            raise ValueError(
+                f"targets must have the shape of idx {tuple(idx.shape)}, got {tuple(targets.shape)}"
+            )
         pos = torch.arange(T, device=idx.device)
         x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)
         logits = self.lm_head(self.stack(x))  # (B, T, vocab_size)
@@ -392,13 +467,38 @@ class GPT(nn.Module):
 
 
 # --8<-- [start:from_torch]
+def torch_activation_name(activation) -> str:
+    """The FeedForward activation that a TransformerEncoderLayer's ``activation`` computes."""
+    if activation is F.relu or isinstance(activation, nn.ReLU):
+        return "relu"
+    if activation is F.gelu:
+        return "gelu"
+    if isinstance(activation, nn.GELU):
+        return {"none": "gelu", "tanh": "gelu_tanh"}[activation.approximate]
+    raise ValueError(
+        f"unsupported activation {activation!r}: expected F.relu, F.gelu, nn.ReLU or nn.GELU"
+    )
+
+
 def from_torch_encoder_layer(layer: nn.TransformerEncoderLayer) -> Block:
-    """A Block with the same weights as a (batch_first) ``nn.TransformerEncoderLayer``."""
+    """A Block with the same weights as a (batch_first) ``nn.TransformerEncoderLayer``.
+
+    The Block gets the layer's dtype and device; a layer built with ``bias=False`` (no
+    biases in its linears and norms) gives a Block with ``bias=False``.
+    """
+    if not isinstance(layer, nn.TransformerEncoderLayer):
+        raise TypeError(f"expected an nn.TransformerEncoderLayer, got {type(layer).__name__}")
     if not layer.self_attn.batch_first:
         raise ValueError("expected an nn.TransformerEncoderLayer built with batch_first=True")
-    act = {F.relu: "relu", F.gelu: "gelu"}.get(layer.activation)
-    if act is None:
-        raise ValueError(f"unsupported activation {layer.activation!r}")
+    act = torch_activation_name(layer.activation)
+    dtypes = {p.dtype for p in layer.parameters()}
+    if len(dtypes) != 1:  # one dtype for the Block, or some weights would be rounded
+        raise ValueError(f"expected parameters of one dtype, got {sorted(map(str, dtypes))}")
+    if layer.norm1.eps != layer.norm2.eps:
+        raise ValueError(
+            f"expected norm1 and norm2 with one eps, got {layer.norm1.eps}, {layer.norm2.eps}"
+        )
+    weight = layer.self_attn.in_proj_weight
     d_model, d_ff = layer.linear1.in_features, layer.linear1.out_features
     block = Block(
         d_model,
@@ -409,12 +509,13 @@ def from_torch_encoder_layer(layer: nn.TransformerEncoderLayer) -> Block:
         norm="layernorm",
         activation=act,
         causal=False,
+        bias=layer.linear1.bias is not None,
         eps=layer.norm1.eps,
-    )
+    ).to(device=weight.device, dtype=weight.dtype)  # before the copy, which would round
     where = "norm_in" if layer.norm_first else "norm_out"
+    in_proj = {"weight": weight, "bias": layer.self_attn.in_proj_bias}
     with torch.no_grad():
-        block.attn.sublayer.qkv.weight.copy_(layer.self_attn.in_proj_weight)
-        block.attn.sublayer.qkv.bias.copy_(layer.self_attn.in_proj_bias)
+        block.attn.sublayer.qkv.load_state_dict({k: v for k, v in in_proj.items() if v is not None})
         block.attn.sublayer.proj.load_state_dict(layer.self_attn.out_proj.state_dict())
         block.mlp.sublayer.fc.load_state_dict(layer.linear1.state_dict())
         block.mlp.sublayer.proj.load_state_dict(layer.linear2.state_dict())

@@ -10,9 +10,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from snippets.transformer import (
+    ACTIVATIONS,
     GPT,
     NORMS,
     POSITIONS,
+    STACK_POSITIONS,
     Block,
     DyT,
     FeedForward,
@@ -21,7 +23,9 @@ from snippets.transformer import (
     Residual,
     Stack,
     admin_init_,
+    check_size,
     deepnorm_alpha_beta,
+    deepnorm_init_,
     from_torch_encoder_layer,
     layer_placements,
     make_norm,
@@ -382,5 +386,332 @@ def test_bad_configuration_is_named():
         Residual(nn.Identity(), D, "pre", norm="batchnorm")
     with pytest.raises(ValueError, match=r"d_model \(10\) must be divisible by n_heads \(4\)"):
         MultiHeadAttention(10, 4)
-    with pytest.raises(ValueError, match="activation must be 'relu' or 'gelu', got 'tanh'"):
+    with pytest.raises(
+        ValueError, match=r"activation must be one of \('relu', 'gelu', 'gelu_tanh'\), got 'tanh'"
+    ):
         FeedForward(D, FF, activation="tanh")
+
+
+# Sizes: each error names the argument (a 0 used to raise ZeroDivisionError, a -4 or a 2.0
+# was accepted and failed later, a negative n_layers built an empty stack).
+BAD_SIZES = [
+    (lambda: MultiHeadAttention(32, 0), ValueError, "n_heads must be a positive int, got 0"),
+    (lambda: MultiHeadAttention(32, -4), ValueError, "n_heads must be a positive int, got -4"),
+    (lambda: MultiHeadAttention(32, 2.0), TypeError, r"n_heads must be a positive int, got 2.0"),
+    (lambda: MultiHeadAttention(0, 4), ValueError, "d_model must be a positive int, got 0"),
+    (lambda: MultiHeadAttention(True, 1), TypeError, "d_model must be a positive int, got True"),
+    (lambda: FeedForward(D, 0), ValueError, "d_ff must be a positive int, got 0"),
+    (lambda: FeedForward(D, -1), ValueError, "d_ff must be a positive int, got -1"),
+    (lambda: Residual(nn.Identity(), 0), ValueError, "d_model must be a positive int, got 0"),
+    (lambda: DyT(0), ValueError, "normalized_shape must be a positive int, got 0"),
+    (lambda: make_norm("rmsnorm", "16"), TypeError, r"d_model must be a positive int, got '16'"),
+    (lambda: Block(D, 0, FF), ValueError, "n_heads must be a positive int, got 0"),
+    (
+        lambda: Stack(0, D, H, FF, norm_position="deepnorm"),
+        ValueError,
+        "n_layers must be a positive int, got 0",
+    ),
+    (lambda: Stack(-2, D, H, FF), ValueError, "n_layers must be a positive int, got -2"),
+    (lambda: Stack(2.5, D, H, FF), TypeError, r"n_layers must be a positive int, got 2.5"),
+    (lambda: layer_placements("lns", 0), ValueError, "n_layers must be a positive int, got 0"),
+    (lambda: deepnorm_alpha_beta(0), ValueError, "n_layers must be a positive int, got 0"),
+    (lambda: deepnorm_alpha_beta(-1), ValueError, "n_layers must be a positive int, got -1"),
+    (lambda: GPT(GPTConfig(n_head=0)), ValueError, "GPTConfig.n_head must be a positive int"),
+    (lambda: GPT(GPTConfig(n_layer=0)), ValueError, "GPTConfig.n_layer must be a positive int"),
+    (
+        lambda: GPT(GPTConfig(n_layer=0, norm_position="deepnorm")),
+        ValueError,
+        "GPTConfig.n_layer must be a positive int",
+    ),
+    (lambda: GPT(GPTConfig(vocab_size=0)), ValueError, "GPTConfig.vocab_size must be a positive"),
+    (lambda: GPT(GPTConfig(block_size=0)), ValueError, "GPTConfig.block_size must be a positive"),
+    (lambda: GPT(GPTConfig(n_embd=32.0)), TypeError, "GPTConfig.n_embd must be a positive int"),
+]
+
+
+@pytest.mark.parametrize(("build", "error", "message"), BAD_SIZES, ids=[m for *_, m in BAD_SIZES])
+def test_bad_sizes_are_named(build, error, message):
+    with pytest.raises(error, match=message):
+        build()
+
+
+def test_check_size_passes_good_sizes_through():
+    assert check_size("n_heads", 4) == 4
+
+
+def test_arguments_a_placement_would_ignore_are_refused():
+    with pytest.raises(
+        ValueError, match=r"alpha scales x in 'post' and 'deepnorm' only, got 'pre'"
+    ):
+        Residual(nn.Identity(), D, "pre", alpha=1.7)
+    with pytest.raises(ValueError, match=r"alpha scales x in .* only, got 'rezero'"):
+        Residual(nn.Identity(), D, "rezero", alpha=torch.ones(D))
+    with pytest.raises(TypeError, match="alpha must be a float or a tensor, got str"):
+        Residual(nn.Identity(), D, "deepnorm", alpha="2")
+    with pytest.raises(ValueError, match=r"pre_scale scales Norm.* only, got 'post'"):
+        Residual(nn.Identity(), D, "post", pre_scale=0.5)
+    with pytest.raises(TypeError, match="pre_scale must be a float, got str"):
+        Residual(nn.Identity(), D, "pre", pre_scale="0.5")
+    with pytest.raises(ValueError, match=r"norm must be one of .* got 'batchnorm'"):
+        Residual(nn.Identity(), D, "rezero", norm="batchnorm")  # no norm built, still checked
+    with pytest.raises(ValueError, match="DyT has no eps, got eps=1e-06"):
+        Block(D, H, FF, norm="dyt", eps=1e-6)
+    with pytest.raises(ValueError, match=r"norm_position must be one of .* got 'bogus'"):
+        needs_final_norm("bogus")
+    for position in STACK_POSITIONS:
+        needs_final_norm(position)  # every known placement has an answer
+    for ratio in (-0.1, 1.5):
+        with pytest.raises(ValueError, match=f"mix_ratio is a fraction .* got {ratio}"):
+            layer_placements("mixln", 8, mix_ratio=ratio)
+    with pytest.raises(TypeError, match="deepnorm_init_ expects a Block, got Linear"):
+        deepnorm_init_(nn.Linear(D, D), 0.5)
+
+
+def test_wrong_input_types_are_named():
+    block = Block(D, H, FF)
+    with pytest.raises(TypeError, match=r"expected a floating-point tensor, got dtype torch.int64"):
+        block(torch.ones(2, 3, D, dtype=torch.long))
+    with pytest.raises(TypeError, match="expected a floating-point tensor, got list"):
+        block([[0.0] * D])
+    model = GPT(GPTConfig())
+    with pytest.raises(TypeError, match="idx must be a tensor of token ids, got list"):
+        model([[1, 2, 3]])
+
+
+def test_token_ids_out_of_range_are_named():
+    model = GPT(GPTConfig(vocab_size=64))
+    for bad, got in ((64, "from 0 to 64"), (-1, "from -1 to 5")):
+        idx = torch.tensor([[0, 5, bad]])
+        with pytest.raises(ValueError, match=rf"token ids must be in \[0, 64\), got ids {got}"):
+            model(idx)
+
+
+def test_targets_must_pair_with_idx():
+    model = GPT(GPTConfig())
+    idx = torch.zeros(2, 3, dtype=torch.long)
+    # (3, 2) has as many tokens as (2, 3): it used to give a loss over wrongly paired tokens
+    with pytest.raises(
+        ValueError, match=r"targets must have the shape of idx \(2, 3\), got \(3, 2\)"
+    ):
+        model(idx, torch.zeros(3, 2, dtype=torch.long))
+
+
+def test_empty_sequences_give_what_pytorch_gives():
+    torch.manual_seed(0)
+    ref = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True).eval()
+    ours = from_torch_encoder_layer(ref).eval()
+    for shape in ((2, 0, D), (0, 3, D)):
+        x = torch.randn(shape)
+        assert ours(x).shape == ref(x).shape == shape
+    for causal in (False, True):
+        assert Block(D, H, FF, causal=causal)(torch.randn(2, 0, D)).shape == (2, 0, D)
+    model = GPT(GPTConfig())
+    empty = torch.zeros(2, 0, dtype=torch.long)
+    logits, loss = model(empty, empty)
+    assert logits.shape == (2, 0, 64)
+    expected = F.cross_entropy(torch.zeros(0, 64), torch.zeros(0, dtype=torch.long))
+    assert expected.isnan() and loss.isnan()  # PyTorch's mean over no tokens
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
+def test_extreme_values_give_what_pytorch_gives(norm_first):
+    torch.manual_seed(0)
+    for dtype, scales in ((torch.float32, (1e-30, 1e3, 1e15, 1e30)), (torch.float64, (1e30,))):
+        ref = nn.TransformerEncoderLayer(
+            D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=dtype
+        ).eval()
+        ours = from_torch_encoder_layer(ref).eval()
+        for scale in scales:
+            x = torch.randn(2, 5, D, dtype=dtype) * scale
+            y, y_ref = ours(x), ref(x)
+            # 1e30 overflows float32 (its square, in the variance, is inf): NaN in both
+            torch.testing.assert_close(y, y_ref, atol=1e-5, rtol=1e-5, equal_nan=True)
+            assert torch.isfinite(y).all() == (dtype == torch.float64 or scale < 1e30)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_matches_pytorch_in_the_same_dtype(dtype, device):
+    torch.manual_seed(0)
+    ref = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, dtype=dtype)
+    ref = ref.to(device).eval()
+    ours = from_torch_encoder_layer(ref).eval()
+    assert {p.dtype for p in ours.parameters()} == {dtype}
+    x = torch.randn(2, 5, D, device=device, dtype=dtype)
+    with torch.no_grad():
+        y = ours(x)
+        exact = from_torch_encoder_layer(ref.double())(x.double())  # the same weights in float64
+    tol = {torch.float16: 1e-2, torch.bfloat16: 5e-2}[dtype]
+    torch.testing.assert_close(y.double(), exact, atol=tol, rtol=tol)
+    model = GPT(GPTConfig()).to(device=device, dtype=dtype)
+    idx = torch.randint(0, 64, (2, 8), device=device)
+    logits, loss = model(idx, idx)
+    assert logits.dtype == dtype and torch.isfinite(loss)
+
+
+# --- from_torch_encoder_layer: bias, dtype, device, activations ----------------------------
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
+def test_from_torch_copies_a_layer_without_biases(norm_first, device):
+    torch.manual_seed(0)
+    ref = nn.TransformerEncoderLayer(
+        D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first, bias=False
+    )
+    _randomize(ref)
+    ref = ref.to(device).eval()
+    ours = from_torch_encoder_layer(ref).eval()
+    names = [n for n, _ in ours.named_parameters()]
+    assert not [n for n in names if n.endswith("bias")], names
+    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in ref.parameters())
+    x = torch.randn(3, 7, D, device=device)
+    torch.testing.assert_close(ours(x), ref(x), atol=1e-5, rtol=1e-5)
+
+
+def test_bias_false_drops_the_shift_of_every_norm():
+    for norm in NORMS:
+        stack = Stack(2, D, H, FF, norm_position="sandwich", norm=norm, bias=False)
+        assert not [n for n, _ in stack.named_parameters() if n.endswith("bias")]
+    assert DyT(D, bias=False).bias is None
+    dyt = DyT(D, bias=False)
+    x = torch.randn(2, D)
+    torch.testing.assert_close(dyt(x), torch.tanh(0.5 * x))
+    assert GPT(GPTConfig(bias=False)).stack.norm_f.bias is None  # as nanoGPT's bias=False
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_from_torch_keeps_the_dtype_and_device(dtype, device):
+    torch.manual_seed(0)
+    ref = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, dtype=dtype)
+    _randomize(ref)
+    ref = ref.to(device).eval()
+    ours = from_torch_encoder_layer(ref).eval()
+    assert {(p.dtype, p.device.type) for p in ours.parameters()} == {(dtype, device.type)}
+    for name, p in ours.state_dict().items():  # copied exactly, not rounded on the way
+        assert p.dtype == dtype, name
+    torch.testing.assert_close(
+        ours.attn.sublayer.qkv.weight, ref.self_attn.in_proj_weight, atol=0, rtol=0
+    )
+    x = torch.randn(2, 6, D, device=device, dtype=dtype)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(ours(x), ref(x), atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize(
+    ("activation", "name"),
+    [
+        ("relu", "relu"),
+        ("gelu", "gelu"),
+        (F.relu, "relu"),
+        (F.gelu, "gelu"),
+        (nn.ReLU(), "relu"),
+        (nn.GELU(), "gelu"),
+        (nn.GELU(approximate="tanh"), "gelu_tanh"),
+    ],
+    ids=["str-relu", "str-gelu", "F.relu", "F.gelu", "nn.ReLU", "nn.GELU", "nn.GELU-tanh"],
+)
+def test_from_torch_reads_every_activation_form(activation, name):
+    torch.manual_seed(0)
+    ref = nn.TransformerEncoderLayer(
+        D, H, FF, dropout=0.0, activation=activation, batch_first=True, dtype=torch.float64
+    ).eval()
+    _randomize(ref)
+    ours = from_torch_encoder_layer(ref).eval()
+    assert name in ACTIVATIONS
+    expected_act = {"relu": nn.ReLU(), "gelu": nn.GELU(), "gelu_tanh": nn.GELU(approximate="tanh")}
+    assert repr(ours.mlp.sublayer.act) == repr(expected_act[name])
+    x = torch.randn(2, 5, D, dtype=torch.float64)
+    torch.testing.assert_close(ours(x), ref(x), atol=1e-12, rtol=1e-12)
+
+
+def test_from_torch_refuses_what_it_would_copy_wrongly():
+    with pytest.raises(ValueError, match=r"unsupported activation .*silu"):
+        from_torch_encoder_layer(
+            nn.TransformerEncoderLayer(D, H, FF, activation=F.silu, batch_first=True)
+        )
+    with pytest.raises(TypeError, match=r"expected an nn.TransformerEncoderLayer, got Linear"):
+        from_torch_encoder_layer(nn.Linear(D, D))
+    mixed = nn.TransformerEncoderLayer(D, H, FF, batch_first=True)
+    mixed.linear1.double()
+    with pytest.raises(ValueError, match=r"one dtype, got \['torch.float32', 'torch.float64'\]"):
+        from_torch_encoder_layer(mixed)
+    odd_eps = nn.TransformerEncoderLayer(D, H, FF, batch_first=True)
+    odd_eps.norm2.eps = 1e-6
+    with pytest.raises(ValueError, match="norm1 and norm2 with one eps, got 1e-05, 1e-06"):
+        from_torch_encoder_layer(odd_eps)
+
+
+# --- Admin: refuse before changing anything ------------------------------------------------
+
+
+def test_admin_refuses_bad_profiling_input():
+    stack = Stack(2, D, H, FF, norm_position="post")
+    with pytest.raises(ValueError, match=r"non-empty x to measure variances, got \(0, 3, 16\)"):
+        admin_init_(stack, torch.randn(0, 3, D))  # the omegas would be NaN
+    with pytest.raises(ValueError, match=r"shape \(batch, seq_len, 16\), got \(2, 3, 8\)"):
+        admin_init_(stack, torch.randn(2, 3, 8))
+    mixed = Stack(4, D, H, FF, norm_position="mixln")  # Post-LN first, then Pre-LN
+    with pytest.raises(ValueError, match="Admin needs a Post-LN stack, got 'pre'"):
+        admin_init_(mixed, torch.randn(2, 3, D))
+    assert all(isinstance(layer.attn.alpha, float) for layer in mixed.layers)  # untouched
+
+
+def test_admin_omegas_follow_the_dtype_of_x():
+    stack = Stack(2, D, H, FF, norm_position="post").double()
+    admin_init_(stack, torch.randn(2, 3, D, dtype=torch.float64))
+    assert stack.layers[1].mlp.alpha.dtype == torch.float64
+
+
+# --- PyTorch's own samples for nn.TransformerEncoderLayer ------------------------------------
+
+
+def _torch_encoder_layer_samples():
+    """The ModuleInfo samples of PyTorch's module tests (constructor and forward arguments)."""
+    pytest.importorskip("expecttest", reason="torch.testing._internal imports expecttest")
+    from torch.testing._internal.common_modules import module_db
+
+    (info,) = [m for m in module_db if m.module_cls is nn.TransformerEncoderLayer]
+    # training=True returns the training samples too (the fast-path ones): a superset
+    return info.module_inputs_func(
+        info, device="cpu", dtype=torch.float64, requires_grad=False, training=True
+    )
+
+
+def test_from_torch_matches_pytorchs_own_module_samples():
+    compared, skipped = [], []
+    for sample in _torch_encoder_layer_samples():
+        args, kwargs = sample.constructor_input.args, sample.constructor_input.kwargs
+        (x,), forward_kwargs = sample.forward_input.args, sample.forward_input.kwargs
+        if any(forward_kwargs.get(k) is not None for k in ("src_mask", "src_key_padding_mask")):
+            # Outside the contract: Block's only mask is causal=True; it takes no padding or
+            # attention mask, so these samples have no Block to compare with.
+            skipped.append(sample.desc)
+            continue
+        torch.manual_seed(0)
+        ref = nn.TransformerEncoderLayer(*args, **kwargs).to(torch.float64).eval()
+        _randomize(ref)
+        if ref.self_attn.batch_first:
+            ours = from_torch_encoder_layer(ref)
+        else:
+            # Block is batch-first: it refuses a sequence-first layer (it would read (T, B, C)
+            # as (B, T, C)), so copy the weights from a batch-first twin and transpose.
+            with pytest.raises(ValueError, match="batch_first=True"):
+                from_torch_encoder_layer(ref)
+            twin = nn.TransformerEncoderLayer(*args, **{**kwargs, "batch_first": True})
+            twin.load_state_dict(ref.state_dict())
+            ours = from_torch_encoder_layer(twin.to(torch.float64))
+        ours.eval()
+        if x.dim() == 2:  # an unbatched (T, C) sample: PyTorch takes it, Block wants a batch
+            y = ours(x[None])[0]
+        elif not ref.self_attn.batch_first:
+            y = ours(x.transpose(0, 1)).transpose(0, 1)
+        else:
+            y = ours(x)
+        for grad in (True, False):  # no_grad in eval mode lets PyTorch take its fast path
+            with torch.set_grad_enabled(grad):
+                expected = ref(x, **forward_kwargs)
+            torch.testing.assert_close(y, expected, atol=1e-12, rtol=1e-12, msg=sample.desc)
+        compared.append(sample.desc)
+    # Every sample without a mask (for the pinned torch): 3 batched ones (relu, gelu, no
+    # bias), 8 unbatched ones (Pre-/Post-LN x batch-/seq-first x bias) and 4 fast-path ones.
+    assert len(compared) == 15 and len(skipped) == 24, (compared, skipped)  # 24 with a mask
+    assert {"relu_activation", "gelu_activation", "no_bias"} <= set(compared)
