@@ -417,9 +417,11 @@ class GPT(nn.Module):
             _, beta = deepnorm_alpha_beta(c.n_layer)
             for layer in self.stack.layers:
                 deepnorm_init_(layer, beta)
-        else:
+        elif c.norm_position != "lns":
             # GPT-2: scale the init of the layers that write into the residual stream
-            # by 1/sqrt(number of residual sums), 2 per layer.
+            # by 1/sqrt(number of residual sums), 2 per layer. LayerNorm Scaling leaves it
+            # out: Sun et al. 2025 (arXiv 2502.05795 v3, footnote 1 of the abstract) find it
+            # diminishes the effect of LNS and recommend removing it.
             for name, p in self.named_parameters():
                 if name.endswith("sublayer.proj.weight"):
                     nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * c.n_layer))

@@ -715,3 +715,28 @@ def test_from_torch_matches_pytorchs_own_module_samples():
     # bias), 8 unbatched ones (Pre-/Post-LN x batch-/seq-first x bias) and 4 fast-path ones.
     assert len(compared) == 15 and len(skipped) == 24, (compared, skipped)  # 24 with a mask
     assert {"relu_activation", "gelu_activation", "no_bias"} <= set(compared)
+
+
+# --- GPT's initialization per placement ------------------------------------------------------
+
+
+def test_gpt_lns_keeps_the_plain_init():
+    """LayerNorm Scaling drops GPT-2's 1/sqrt(2L) init of the residual output projections:
+    Sun et al. 2025 (arXiv 2502.05795 v3) recommend removing it (abstract, footnote 1)."""
+    config = dict(n_layer=4, n_embd=64, n_head=2)
+    torch.manual_seed(0)
+    lns = GPT(GPTConfig(norm_position="lns", **config))
+    torch.manual_seed(0)
+    pre = GPT(GPTConfig(norm_position="pre", **config))
+    scaled = 0.02 / math.sqrt(2 * 4)
+    for (name, p_lns), (_, p_pre) in zip(
+        lns.named_parameters(), pre.named_parameters(), strict=True
+    ):
+        if name.endswith("sublayer.proj.weight"):  # 4096 or 16384 draws: std within 5%
+            assert p_lns.std().item() == pytest.approx(0.02, rel=0.05), name
+            assert p_pre.std().item() == pytest.approx(scaled, rel=0.05), name
+        else:  # the same seed draws everything else alike
+            torch.testing.assert_close(p_lns, p_pre, atol=0, rtol=0, msg=name)
+    assert [layer.attn.pre_scale for layer in lns.stack.layers] == pytest.approx(
+        [1 / math.sqrt(i) for i in range(1, 5)]
+    )
