@@ -5,10 +5,32 @@ torch.nn.LayerNorm so one can replace the other.
 """
 
 # --8<-- [start:module]
+import math
 import numbers
 
 import torch
 from torch import nn
+
+
+def _check_args(shape, eps) -> tuple[int, ...]:
+    """normalized_shape ``shape`` as a tuple of ints; a bad shape or eps is refused."""
+    dims = (shape,) if isinstance(shape, numbers.Integral) else shape
+    # a str is a sequence ("38" would read as (3, 8)) and a bool is an int (True as (1,))
+    if not isinstance(dims, (tuple, list)) or not all(
+        isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in dims
+    ):
+        got = f"{type(shape).__name__} {shape!r}"
+        raise TypeError(f"normalized_shape must be an int or a tuple of ints, got {got}")
+    if not dims or min(dims) < 1:
+        raise ValueError(
+            "normalized_shape must be a positive int or a non-empty tuple of positive ints, "
+            f"got {shape!r}"
+        )
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise TypeError(f"eps must be a number, got {type(eps).__name__} {eps!r}")
+    if not 0 <= eps < math.inf:
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+    return tuple(int(d) for d in dims)
 
 
 class LayerNorm(nn.Module):
@@ -28,16 +50,7 @@ class LayerNorm(nn.Module):
         dtype=None,
     ):
         super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(int(d) for d in normalized_shape)
-        if not self.normalized_shape or min(self.normalized_shape) < 1:
-            raise ValueError(
-                "normalized_shape must be a positive int or a non-empty tuple of "
-                f"positive ints, got {normalized_shape!r}"
-            )
-        if not eps >= 0:
-            raise ValueError(f"eps must be >= 0, got {eps!r}")
+        self.normalized_shape = _check_args(normalized_shape, eps)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         factory = {"device": device, "dtype": dtype}
@@ -69,6 +82,7 @@ class LayerNorm(nn.Module):
         h = x.to(torch.promote_types(x.dtype, torch.float32))
         mean = h.mean(dim=dims, keepdim=True)
         var = (h - mean).pow(2).mean(dim=dims, keepdim=True)  # biased: divide by N, not N - 1
+        var = torch.where(var.isinf(), torch.nan, var)  # overflow (fp32: |x| > 1e19): NaN, not 0
         h = (h - mean) * torch.rsqrt(var + self.eps)  # eps inside the square root
         if self.weight is not None:
             h = h * self.weight

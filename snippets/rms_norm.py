@@ -6,10 +6,32 @@ replace the other.
 """
 
 # --8<-- [start:module]
+import math
 import numbers
 
 import torch
 from torch import nn
+
+
+def _check_args(shape, eps) -> tuple[int, ...]:
+    """normalized_shape ``shape`` as a tuple of ints; a bad shape or eps is refused."""
+    dims = (shape,) if isinstance(shape, numbers.Integral) else shape
+    # a str is a sequence ("38" would read as (3, 8)) and a bool is an int (True as (1,))
+    if not isinstance(dims, (tuple, list)) or not all(
+        isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in dims
+    ):
+        got = f"{type(shape).__name__} {shape!r}"
+        raise TypeError(f"normalized_shape must be an int or a tuple of ints, got {got}")
+    if not dims or min(dims) < 1:
+        raise ValueError(
+            "normalized_shape must be a positive int or a non-empty tuple of positive ints, "
+            f"got {shape!r}"
+        )
+    if eps is not None and (isinstance(eps, bool) or not isinstance(eps, numbers.Real)):
+        raise TypeError(f"eps must be None or a number, got {type(eps).__name__} {eps!r}")
+    if eps is not None and not 0 <= eps < math.inf:
+        raise ValueError(f"eps must be None or a finite number >= 0, got {eps!r}")
+    return tuple(int(d) for d in dims)
 
 
 class RMSNorm(nn.Module):
@@ -28,16 +50,7 @@ class RMSNorm(nn.Module):
         dtype=None,
     ):
         super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(int(d) for d in normalized_shape)
-        if not self.normalized_shape or min(self.normalized_shape) < 1:
-            raise ValueError(
-                "normalized_shape must be a positive int or a non-empty tuple of "
-                f"positive ints, got {normalized_shape!r}"
-            )
-        if eps is not None and not eps >= 0:
-            raise ValueError(f"eps must be None or >= 0, got {eps!r}")
+        self.normalized_shape = _check_args(normalized_shape, eps)
         self.eps = eps  # None: the machine epsilon of the dtype the math runs in
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
@@ -65,7 +78,9 @@ class RMSNorm(nn.Module):
         h = x.to(torch.promote_types(x.dtype, torch.float32))  # (..., *normalized_shape)
         # default eps: machine epsilon of that compute dtype (fp32 for fp16/bf16 input)
         eps = torch.finfo(h.dtype).eps if self.eps is None else self.eps
-        h = h * torch.rsqrt(h.pow(2).mean(dim=dims, keepdim=True) + eps)  # eps inside the root
+        ms = h.pow(2).mean(dim=dims, keepdim=True)  # mean of squares, one per token
+        ms = torch.where(ms.isinf(), torch.nan, ms)  # overflow (fp32: |x| > 1e19): NaN, not 0
+        h = h * torch.rsqrt(ms + eps)  # eps inside the root
         if self.weight is not None:
             h = h * self.weight  # still in fp32: one rounding to x.dtype, below
         return h.to(x.dtype)
@@ -95,12 +110,18 @@ def rms_norm_eps(x: torch.Tensor, eps: float, placement: str) -> torch.Tensor:
     if not torch.is_tensor(x) or not x.is_floating_point():
         got = x.dtype if torch.is_tensor(x) else type(x).__name__
         raise TypeError(f"rms_norm_eps expects a floating-point tensor, got {got}")
-    ms = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1) mean of squares
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < float("inf"):
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+    h = x.to(torch.promote_types(x.dtype, torch.float32))  # fp16 in fp32: 300² overflows fp16
+    ms = h.pow(2).mean(dim=-1, keepdim=True)  # (..., 1) mean of squares
+    ms = torch.where(ms.isinf(), torch.nan, ms)  # overflow (fp32: |x| > 1e19): NaN, not 0
     if placement == "none":
-        return x / ms.sqrt()
-    if placement == "outside":
-        return x / (ms.sqrt() + eps)
-    return x / (ms + eps).sqrt()
+        y = h / ms.sqrt()
+    elif placement == "outside":
+        y = h / (ms.sqrt() + eps)
+    else:
+        y = h / (ms + eps).sqrt()
+    return y.to(x.dtype)
 
 
 # --8<-- [end:eps_placement]

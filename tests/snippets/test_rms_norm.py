@@ -11,7 +11,13 @@ from torch.nn import functional as F
 
 from snippets.rms_norm import EPS_PLACEMENTS, RMSNorm, rms_norm_eps
 from tests import norm_contract
-from tests.checks import assert_gradcheck, copy_random_params
+from tests.checks import (
+    assert_gradcheck,
+    assert_matches_module_db,
+    assert_matches_op_samples,
+    copy_random_params,
+    op_info,
+)
 
 SHAPES = [5, (5,), (3, 5), [2, 3, 5]]
 SETTINGS = list(itertools.product(SHAPES, [None, 1e-6, 1e-2], [True, False]))
@@ -126,8 +132,102 @@ def test_bad_normalized_shape():
 
 
 def test_bad_eps():
-    with pytest.raises(ValueError, match="eps must be None or >= 0, got -1"):
+    with pytest.raises(ValueError, match="eps must be None or a finite number >= 0, got -1"):
         RMSNorm(3, eps=-1)
+
+
+# --- extreme values ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("scale", [2e19, 1e20, 1e38])
+def test_a_mean_of_squares_that_overflows_gives_nan_not_zeros(scale, dtype, device):
+    # squares above fp32's max (~3.4e38) make the mean inf, and x * rsqrt(inf) = 0: a
+    # plausible-looking row of zeros, which is what nn.RMSNorm and F.rms_norm return
+    row = torch.tensor([1.0, -1.0, 3.0, 0.0], device=device)
+    x = torch.stack([row * scale, row]).to(dtype)
+    ours, ref = pair(4, None, True, device, dtype=dtype)
+    y, y_ref = ours(x), ref(x)
+    assert torch.isnan(y[0]).all()
+    assert torch.equal(y_ref[0], torch.zeros_like(y_ref[0]))  # PyTorch's silent zeros
+    torch.testing.assert_close(y[1], y_ref[1])  # the other row is untouched
+    if device.type != "mps":  # in float64 the same values are ordinary: the right answer
+        ours64, ref64 = pair(4, None, True, device, dtype=torch.float64)
+        x64 = x.to(torch.float64)
+        torch.testing.assert_close(ours64(x64), ref64(x64))
+        assert torch.isfinite(ours64(x64)).all()
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_inf_and_nan_give_a_nan_row(bad, device):
+    # PyTorch: NaN where x is inf or NaN, and 0 (x / inf) at the finite values of the row
+    # (all NaN for a NaN); ours: NaN everywhere in that row, as LayerNorm gives
+    x = torch.tensor([[bad, 1.0, 2.0, 3.0], [1.0, -1.0, 3.0, 0.0]], device=device)
+    ours, ref = pair(4, None, True, device)
+    y, y_ref = ours(x), ref(x)
+    assert torch.isnan(y[0]).all() and torch.isnan(y_ref[0, 0])
+    torch.testing.assert_close(y[1], y_ref[1])
+
+
+def test_tiny_values_are_not_flushed(device):
+    x = torch.tensor([[1e-30, -1e-30, 3e-30, 0.0]], device=device)  # far below sqrt(eps)
+    ours, ref = pair(4, None, False, device)
+    y = ours(x)
+    assert (y[0, :3] != 0).all()  # about 1e-27: small, but not 0
+    torch.testing.assert_close(y, ref(x), rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0, 5)])
+def test_empty_input_matches_pytorch(shape, device):
+    ours, ref = pair(5, None, True, device)
+    x = torch.randn(*shape, device=device, requires_grad=True)
+    y, y_ref = ours(x), ref(x)
+    assert y.shape == y_ref.shape == shape
+    y.sum().backward()
+    assert torch.equal(ours.weight.grad, torch.zeros(5, device=device))
+
+
+# --- PyTorch's own test inputs -----------------------------------------------------------------
+
+
+def rms_norm_module(sample):
+    """F.rms_norm(x, normalized_shape, weight, eps) as a module, or why it is not one."""
+    assert set(sample.kwargs) <= {"eps"}, f"a new argument in PyTorch's samples: {sample.kwargs}"
+    normalized_shape, weight = (*sample.args, None)[:2]
+    eps = sample.kwargs.get("eps")
+    if eps is not None and eps < 0:
+        return "eps < 0: F.rms_norm takes it, RMSNorm refuses it (norm_contract)"
+    kwargs = dict(normalized_shape=normalized_shape, eps=eps, elementwise_affine=weight is not None)
+    return kwargs, {} if weight is None else {"weight": weight}, True
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pytorch_op_db_samples(dtype, device, one_thread):
+    if device.type == "mps" and dtype == torch.float64:
+        pytest.skip("MPS has no float64")
+    name = "nn.functional.rms_norm"
+    assert_matches_op_samples(RMSNorm, nn.RMSNorm, name, rms_norm_module, device, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pytorch_module_db_inputs(dtype, device, one_thread):
+    if device.type == "mps" and dtype == torch.float64:
+        pytest.skip("MPS has no float64")
+    assert assert_matches_module_db(RMSNorm, nn.RMSNorm, device, dtype) >= 10
+
+
+def test_what_pytorch_refuses_ours_refuses():
+    # the error inputs of F.rms_norm's OpInfo, as module calls
+    checked = 0
+    for error in op_info("nn.functional.rms_norm").error_inputs("cpu"):
+        sample = error.sample_input
+        normalized_shape, weight = sample.args[:2]
+        if weight is not None:
+            continue  # a weight of the wrong shape: F.rms_norm only, the module makes its own
+        with pytest.raises(ValueError, match=r"normalized_shape|expects input"):
+            RMSNorm(normalized_shape, elementwise_affine=False)(sample.input)
+        checked += 1
+    assert checked >= 2
 
 
 # --- the three eps placements ---------------------------------------------------------------
@@ -179,3 +279,30 @@ def test_eps_placement_errors():
         rms_norm_eps(torch.randn(2, 3), 1e-6, "under")
     with pytest.raises(TypeError, match=r"floating-point tensor, got torch\.int64"):
         rms_norm_eps(torch.ones(2, 3, dtype=torch.long), 1e-6, "inside")
+
+
+@pytest.mark.parametrize("placement", EPS_PLACEMENTS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_eps_placements_compute_half_precision_in_fp32(placement, dtype, device):
+    # 300² = 90000 overflows fp16 (max 65504): in fp16 the mean of squares would be inf
+    # and every output 0
+    x = torch.tensor([[300.0, 1.0, -2.0, 0.5], [1.0, -1.0, 3.0, 0.0]], device=device).to(dtype)
+    y = rms_norm_eps(x, 1e-6, placement)
+    assert y.dtype == dtype
+    expected = rms_norm_eps(x.to(torch.float32), 1e-6, placement).to(dtype)
+    torch.testing.assert_close(y, expected, atol=0, rtol=0)
+    assert y[0, 0].item() == pytest.approx(2.0, rel=1e-2)  # 300 / sqrt(90005.25 / 4)
+    if placement == "inside":
+        torch.testing.assert_close(y, F.rms_norm(x, (4,), eps=1e-6))
+
+
+@pytest.mark.parametrize("placement", EPS_PLACEMENTS)
+def test_eps_placements_give_nan_when_the_mean_of_squares_overflows(placement, device):
+    x = torch.tensor([[1e20, -1e20, 3e20, 0.0]], device=device)  # squares > fp32's max
+    assert torch.isnan(rms_norm_eps(x, 1e-6, placement)).all()
+
+
+def test_eps_placement_refuses_a_bad_eps():
+    for bad in (-1e-6, float("nan"), float("inf"), "1e-6", None, True):
+        with pytest.raises(ValueError, match=r"eps must be a finite number >= 0, got"):
+            rms_norm_eps(torch.randn(2, 3), bad, "inside")
