@@ -740,3 +740,76 @@ def test_gpt_lns_keeps_the_plain_init():
     assert [layer.attn.pre_scale for layer in lns.stack.layers] == pytest.approx(
         [1 / math.sqrt(i) for i in range(1, 5)]
     )
+
+
+# --- GPT is GPT-2: a Hugging Face GPT2LMHeadModel, weights copied --------------------------
+
+
+def _gpt_from_hf_gpt2(hf, activation: str) -> GPT:
+    """The handbook's GPT with the weights of a Hugging Face ``GPT2LMHeadModel``.
+
+    Hugging Face's GPT-2 keeps its linear layers as ``Conv1D`` modules, whose weight is
+    (in_features, out_features): the transpose of nn.Linear's.
+    """
+    c = hf.config
+    config = GPTConfig(
+        vocab_size=c.vocab_size,
+        block_size=c.n_positions,
+        n_layer=c.n_layer,
+        n_head=c.n_head,
+        n_embd=c.n_embd,
+        activation=activation,
+    )
+    hf_state = hf.state_dict()
+    dtype = hf_state["transformer.wte.weight"].dtype
+    model = GPT(config).to(dtype).eval()
+    names = {"wte.weight": "transformer.wte.weight", "wpe.weight": "transformer.wpe.weight"}
+    names |= {"lm_head.weight": "lm_head.weight"}  # tied to wte in both
+    names |= {f"stack.norm_f.{p}": f"transformer.ln_f.{p}" for p in ("weight", "bias")}
+    pairs = {
+        "attn.norm_in": "ln_1",
+        "attn.sublayer.qkv": "attn.c_attn",  # [W_q; W_k; W_v], as in qkv
+        "attn.sublayer.proj": "attn.c_proj",
+        "mlp.norm_in": "ln_2",
+        "mlp.sublayer.fc": "mlp.c_fc",
+        "mlp.sublayer.proj": "mlp.c_proj",
+    }
+    for i in range(c.n_layer):
+        for ours, theirs in pairs.items():
+            for p in ("weight", "bias"):
+                names[f"stack.layers.{i}.{ours}.{p}"] = f"transformer.h.{i}.{theirs}.{p}"
+    assert set(names.values()) == set(hf_state), "every Hugging Face weight is copied once"
+    conv1d = ("c_attn.weight", "c_proj.weight", "c_fc.weight")
+    state = {
+        ours: hf_state[theirs].t() if theirs.endswith(conv1d) else hf_state[theirs]
+        for ours, theirs in names.items()
+    }
+    model.load_state_dict(state)  # strict: every parameter of GPT is set
+    return model
+
+
+def test_gpt_with_gelu_tanh_is_hugging_face_gpt2():
+    transformers = pytest.importorskip(
+        "transformers", reason="optional: pip install transformers (see README.md)"
+    )
+    config = transformers.GPT2Config(
+        vocab_size=50,
+        n_positions=16,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    assert config.activation_function == "gelu_new"  # GPT-2's tanh approximation of GELU
+    torch.manual_seed(0)
+    hf = transformers.GPT2LMHeadModel(config).double().eval()  # random init, no download
+    _randomize(hf)  # larger than the N(0, 0.02) init, so the GELU's argument spans its range
+    idx = torch.randint(0, 50, (3, 16))
+    with torch.no_grad():
+        expected = hf(idx).logits
+        logits, _ = _gpt_from_hf_gpt2(hf, activation="gelu_tanh")(idx)
+        exact_gelu, _ = _gpt_from_hf_gpt2(hf, activation="gelu")(idx)
+    torch.testing.assert_close(logits, expected, atol=1e-12, rtol=1e-12)
+    # nanoGPT's exact GELU is not GPT-2's: the difference is far above float64 rounding
+    assert (exact_gelu - expected).abs().max() > 1e-6
