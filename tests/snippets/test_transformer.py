@@ -31,6 +31,7 @@ from snippets.transformer import (
     make_norm,
     needs_final_norm,
 )
+from tests.checks import module_info
 
 D, H, FF = 16, 4, 48
 
@@ -666,10 +667,7 @@ def test_admin_omegas_follow_the_dtype_of_x():
 
 def _torch_encoder_layer_samples():
     """The ModuleInfo samples of PyTorch's module tests (constructor and forward arguments)."""
-    pytest.importorskip("expecttest", reason="torch.testing._internal imports expecttest")
-    from torch.testing._internal.common_modules import module_db
-
-    (info,) = [m for m in module_db if m.module_cls is nn.TransformerEncoderLayer]
+    info = module_info(nn.TransformerEncoderLayer)
     # training=True returns the training samples too (the fast-path ones): a superset
     return info.module_inputs_func(
         info, device="cpu", dtype=torch.float64, requires_grad=False, training=True
