@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import itertools
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -17,7 +18,13 @@ from snippets.batch_vs_layer_norm import (
     sees_the_future,
     train_eval_gap,
 )
-from tests.checks import assert_same_forward_backward, copy_random_params
+from tests.checks import (
+    assert_matches_module_db,
+    assert_matches_op_samples,
+    assert_same_forward_backward,
+    copy_random_params,
+    module_info,
+)
 
 SETTINGS = list(itertools.product([0.1, 0.5, None], [True, False], [True, False]))
 HAS_BIAS_ARG = "bias" in inspect.signature(nn.BatchNorm1d.__init__).parameters
@@ -170,6 +177,39 @@ def test_padding_moves_batch_norm_but_not_layer_norm(device):
 def test_pad_too_short_is_refused():
     with pytest.raises(ValueError, match="pad length 2 is shorter than a sequence of 3"):
         pad([torch.zeros(3, 4)], 2)
+    with pytest.raises(ValueError, match="pad length 2 is shorter than a sequence of 4"):
+        pad([torch.zeros(1, 4), torch.zeros(4, 4)], 2)
+
+
+@pytest.mark.parametrize(
+    ("seqs", "length", "error", "match"),
+    [
+        ([], 5, ValueError, r"seqs to be one or more \(T_i, C\) tensors .*, got \[\]"),
+        ([torch.zeros(3), torch.zeros(2)], 5, ValueError, r"got \[\(3,\), \(2,\)\]"),
+        (
+            [torch.zeros(3, 4), torch.zeros(2, 5)],
+            5,
+            ValueError,
+            r"with the same C, got \[\(3, 4\), ",
+        ),
+        ([torch.zeros(2, 3, 4)], 5, ValueError, r"got \[\(2, 3, 4\)\]"),
+        ([torch.zeros(2, 4)], 0, ValueError, "pad length must be a positive int, got 0"),
+        ([torch.zeros(0, 4)], -1, ValueError, "pad length must be a positive int, got -1"),
+        ([torch.zeros(2, 4)], 2.5, ValueError, "pad length must be a positive int, got 2.5"),
+        ([torch.zeros(2, 4)], True, ValueError, "pad length must be a positive int, got True"),
+        ([[1.0, 2.0]], 5, TypeError, r"a list of \(T_i, C\) tensors, got \['list'\]"),
+        (torch.zeros(2, 3, 4), 5, TypeError, "a list of .* tensors, got Tensor"),
+    ],
+)
+def test_pad_refuses_bad_input_by_name(seqs, length, error, match):
+    with pytest.raises(error, match=match):
+        pad(seqs, length)
+
+
+def test_pad_takes_empty_sequences_and_a_tuple():
+    batch, mask = pad((torch.ones(0, 3), torch.ones(2, 3)), 4)
+    assert batch.shape == (2, 4, 3) and mask.tolist() == [[False] * 4, [True, True, False, False]]
+    assert batch.sum() == 6
 
 
 # --- causality ---------------------------------------------------------------------------------
@@ -222,7 +262,7 @@ def test_errors_name_expected_and_actual():
         BatchNorm1d(4)(torch.ones(2, 4, dtype=torch.long))
     with pytest.raises(ValueError, match="num_features must be a positive int, got 0"):
         BatchNorm1d(0)
-    with pytest.raises(ValueError, match="eps must be > 0, got 0"):
+    with pytest.raises(ValueError, match="eps must be a finite number > 0, got 0"):
         BatchNorm1d(4, eps=0)
     with pytest.raises(ValueError, match=r"expects a \(B, T, C\) tensor, got \(2, 3\)"):
         normalize_tokens(nn.LayerNorm(3), torch.randn(2, 3))
@@ -232,3 +272,228 @@ def test_errors_name_expected_and_actual():
         train_eval_gap(nn.LayerNorm(8), [])
     with pytest.raises(ValueError, match=r"0 <= t < T - 1, got shape \(2, 5, 8\) and t=4"):
         sees_the_future(nn.LayerNorm(8), torch.randn(2, 5, 8), t=4)
+
+
+# --- half precision ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(("scale", "shift"), [(1.0, 0.0), (3.0, 40.0), (100.0, 0.0)])
+def test_half_precision_is_as_accurate_as_pytorch(scale, shift, dtype, device):
+    # the statistics are taken in fp32, as nn.BatchNorm1d does: against a float64
+    # reference, ours errs no more than PyTorch's (10 % margin), output and running stats
+    torch.manual_seed(0)
+    x = (scale * torch.randn(16, 8, 64, device=device) + shift).to(dtype)
+    exact = nn.BatchNorm1d(8, device=device, dtype=torch.float64)
+    y_exact = exact(x.to(torch.float64))
+    errors = {}
+    for cls in (BatchNorm1d, nn.BatchNorm1d):
+        bn = cls(8, device=device, dtype=dtype)
+        y = bn(x)
+        assert y.dtype == bn.running_mean.dtype == bn.running_var.dtype == dtype
+        errors[cls] = [
+            (a.to(torch.float64) - b).abs().max().item()
+            for a, b in [
+                (y, y_exact),
+                (bn.running_mean, exact.running_mean),
+                (bn.running_var, exact.running_var),
+            ]
+        ]
+    for ours, theirs in zip(errors[BatchNorm1d], errors[nn.BatchNorm1d], strict=True):
+        assert ours <= 1.1 * theirs + 1e-6, errors
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_fp32_module_on_half_input_keeps_fp32_buffers_as_pytorch_does(dtype, device):
+    ours, ref = pair(4, 0.1, True, True, device)
+    torch.manual_seed(0)
+    x = (3 * torch.randn(8, 4, 5, device=device) + 1).to(dtype)
+    y, y_ref = ours(x), ref(x)
+    assert y.dtype == y_ref.dtype == dtype
+    torch.testing.assert_close(y, y_ref, atol=2e-2, rtol=2e-2)
+    for name in ("running_mean", "running_var"):
+        b, b_ref = getattr(ours, name), getattr(ref, name)
+        assert b.dtype == b_ref.dtype == torch.float32
+        torch.testing.assert_close(b, b_ref, atol=1e-5, rtol=1e-5)
+
+
+# --- empty batches -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (0, 4, 3), (2, 4, 0)])
+@pytest.mark.parametrize(
+    ("momentum", "track_running_stats"), [(0.1, True), (None, True), (0.1, False)]
+)
+def test_empty_batch_is_counted_but_changes_no_statistics_as_in_pytorch(
+    shape, momentum, track_running_stats, device
+):
+    ours, ref = pair(4, momentum, True, track_running_stats, device)
+    torch.manual_seed(0)
+    first = 3 * torch.randn(5, 4, device=device) + 1
+    assert_same_forward_backward(ours, ref, first, atol=1e-5)
+    before = {name: b.clone() for name, b in ours.named_buffers()}
+    y = assert_same_forward_backward(ours, ref, torch.randn(*shape, device=device))
+    assert y.shape == shape
+    for (name, b), b_ref in zip(ours.named_buffers(), ref.buffers(), strict=True):
+        torch.testing.assert_close(b, b_ref, msg=name)
+        if name == "num_batches_tracked":
+            assert b.item() == 2  # the empty batch is counted (momentum=None divides by it) ...
+        else:
+            assert torch.equal(b, before[name])  # ... but its NaN statistics are not stored
+    third = 3 * torch.randn(5, 4, device=device) - 1
+    assert_same_forward_backward(ours, ref, third, atol=1e-5)
+    for (name, b), b_ref in zip(ours.named_buffers(), ref.buffers(), strict=True):
+        torch.testing.assert_close(b, b_ref, msg=name)
+    ours.eval(), ref.eval()
+    torch.testing.assert_close(ours(torch.randn(*shape, device=device)), torch.empty(shape))
+
+
+# --- extreme values ----------------------------------------------------------------------------
+
+
+def test_a_variance_that_overflows_gives_nan_not_the_bias(device):
+    # channel 0 holds values near 1e20: its squared deviations overflow fp32, and
+    # nn.BatchNorm1d returns 0 (rsqrt(inf)) for it; ours returns NaN
+    x = torch.tensor([[1e20, 1.0], [-1e20, 2.0], [3e20, 0.0]], device=device)
+    ours, ref = pair(2, 0.1, False, True, device)
+    y, y_ref = ours(x), ref(x)
+    assert torch.isnan(y[:, 0]).all() and torch.equal(y_ref[:, 0], torch.zeros(3, device=device))
+    torch.testing.assert_close(y[:, 1], y_ref[:, 1])  # the other channel is untouched
+    if device.type != "mps":  # in float64 the same values are ordinary: the right answer
+        ours64, ref64 = pair(2, 0.1, False, True, device, dtype=torch.float64)
+        y64 = ours64(x.to(torch.float64))
+        torch.testing.assert_close(y64, ref64(x.to(torch.float64)))
+        assert torch.isfinite(y64).all()
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan")])
+def test_inf_and_nan_give_a_nan_channel_as_pytorch_does(bad, device):
+    x = torch.tensor([[bad, 1.0], [-1.0, 2.0], [3.0, 0.0]], device=device)
+    ours, ref = pair(2, 0.1, True, True, device)
+    y, y_ref = ours(x), ref(x)
+    assert torch.isnan(y[:, 0]).all() and torch.isnan(y_ref[:, 0]).all()
+    torch.testing.assert_close(y[:, 1], y_ref[:, 1])
+
+
+# --- bad arguments -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        (dict(num_features=2.0), TypeError, "num_features must be an int, got float 2.0"),
+        (dict(num_features="4"), TypeError, "num_features must be an int, got str '4'"),
+        (dict(num_features=True), TypeError, "num_features must be an int, got bool True"),
+        (dict(num_features=-1), ValueError, "num_features must be a positive int, got -1"),
+        (dict(num_features=4, eps="1e-5"), TypeError, "eps must be a number, got str '1e-5'"),
+        (dict(num_features=4, eps=-1.0), ValueError, r"eps must be a finite number > 0, got -1\.0"),
+        (dict(num_features=4, eps=float("nan")), ValueError, "finite number > 0, got nan"),
+        (dict(num_features=4, eps=float("inf")), ValueError, "finite number > 0, got inf"),
+        (dict(num_features=4, momentum="0.1"), TypeError, "momentum must be a number, got str"),
+    ],
+)
+def test_bad_constructor_arguments_are_named(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        BatchNorm1d(**kwargs)
+
+
+def test_numpy_ints_and_any_momentum_are_taken_as_pytorch_takes_them():
+    assert BatchNorm1d(np.int64(3)).num_features == 3 == nn.BatchNorm1d(np.int64(3)).num_features
+    assert type(BatchNorm1d(np.int64(3)).num_features) is int
+    ours, ref = pair(3, -1.2, True, True, "cpu")  # PyTorch's own samples use such momenta
+    assert_same_forward_backward(ours, ref, torch.randn(4, 3), atol=1e-5)
+    torch.testing.assert_close(ours.running_var, ref.running_var)
+
+
+def test_demo_functions_refuse_bad_input_by_name():
+    ln, x = nn.LayerNorm(3), torch.randn(2, 5, 3)
+    with pytest.raises(TypeError, match="x must be a floating-point tensor, got list"):
+        normalize_tokens(ln, [[[1.0, 2.0, 3.0]]])
+    with pytest.raises(TypeError, match="sample must be a floating-point tensor, got list"):
+        output_in_batch(ln, [[1.0, 2.0, 3.0]], x)
+    with pytest.raises(TypeError, match=r"rest must be a floating-point tensor, got torch\.int64"):
+        output_in_batch(ln, x[0], torch.ones(2, 5, 3, dtype=torch.long))
+    with pytest.raises(
+        TypeError, match=r"an nn\.Module and a list of batches, got LayerNorm and Tensor"
+    ):
+        train_eval_gap(ln, x)  # a tensor is not a list of batches
+    with pytest.raises(TypeError, match="got function and list"):
+        train_eval_gap(lambda x: x, [x])
+    for t in (2.5, True, -1):
+        with pytest.raises(
+            ValueError, match=rf"an int 0 <= t < T - 1, got shape \(2, 5, 3\) and t={t}"
+        ):
+            sees_the_future(ln, x, t)
+    with pytest.raises(TypeError, match=r"x must be a floating-point tensor, got torch\.int64"):
+        sees_the_future(ln, torch.ones(2, 5, 3, dtype=torch.long), 1)
+
+
+def test_sees_the_future_leaves_the_norm_untouched(device):
+    bn = nn.BatchNorm1d(8, device=device)
+    assert sees_the_future(bn, torch.randn(4, 10, 8, device=device), t=4)
+    assert bn.num_batches_tracked.item() == 0
+    torch.testing.assert_close(bn.running_mean, torch.zeros(8, device=device))
+
+
+# --- PyTorch's own test inputs -----------------------------------------------------------------
+
+
+def batch_norm_module(sample):
+    """F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps) as a
+    module, or why it is not one."""
+    assert set(sample.kwargs) <= {"training", "momentum", "eps"}, sample.kwargs
+    running_mean, running_var, weight, bias = sample.args
+    training = sample.kwargs.get("training", False)
+    if sample.input.dim() not in (2, 3):
+        return (
+            f"{sample.input.dim()}-D input: BatchNorm1d takes (N, C) or (N, C, L), F.batch_norm any"
+        )
+    if (weight is None) != (bias is None):
+        return "only one of weight and bias: F.batch_norm only (affine=True makes both)"
+    if (running_mean is None) != (running_var is None):
+        return "only one running statistic: F.batch_norm only"
+    if running_mean is None and not training:
+        return "training=False without running statistics: F.batch_norm only"
+    kwargs = dict(
+        num_features=sample.input.shape[1],
+        eps=sample.kwargs.get("eps", 1e-5),
+        momentum=sample.kwargs.get("momentum", 0.1),
+        affine=weight is not None,
+        track_running_stats=running_mean is not None,
+    )
+    state = dict(weight=weight, bias=bias, running_mean=running_mean, running_var=running_var)
+    state = {name: t for name, t in state.items() if t is not None}
+    if running_mean is not None:
+        state["num_batches_tracked"] = torch.tensor(0)
+    return kwargs, state, training
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pytorch_op_db_samples(dtype, device, one_thread):
+    if device.type == "mps" and dtype == torch.float64:
+        pytest.skip("MPS has no float64")
+    name = "nn.functional.batch_norm"
+    left_out = assert_matches_op_samples(
+        BatchNorm1d, nn.BatchNorm1d, name, batch_norm_module, device, dtype
+    )
+    assert all("-D input" in reason for reason in left_out), left_out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pytorch_module_db_inputs(dtype, device, one_thread):
+    if device.type == "mps" and dtype == torch.float64:
+        pytest.skip("MPS has no float64")
+    assert assert_matches_module_db(BatchNorm1d, nn.BatchNorm1d, device, dtype) >= 10
+
+
+def test_what_pytorch_refuses_ours_refuses():
+    # nn.BatchNorm1d refuses eps <= 0 on the first call; ours as it is built
+    info = module_info(nn.BatchNorm1d)
+    errors = info.module_error_inputs_func(
+        info, device="cpu", dtype=torch.float32, requires_grad=False, training=True
+    )
+    for error in errors:
+        c, f = error.module_error_input.constructor_input, error.module_error_input.forward_input
+        with pytest.raises(error.error_type, match="eps must be"):
+            BatchNorm1d(*c.args, **c.kwargs)(*f.args)
+    assert len(errors) >= 2
