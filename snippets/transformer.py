@@ -206,9 +206,8 @@ class FeedForward(nn.Module):
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
         self.fc = nn.Linear(d_model, d_ff, bias=bias)
-        self.act = {"relu": nn.ReLU(), "gelu": nn.GELU(), "gelu_tanh": nn.GELU(approximate="tanh")}[
-            activation
-        ]
+        acts = {"relu": nn.ReLU(), "gelu": nn.GELU(), "gelu_tanh": nn.GELU(approximate="tanh")}
+        self.act = acts[activation]
         self.dropout = nn.Dropout(dropout)
         self.proj = nn.Linear(d_ff, d_model, bias=bias)
 
