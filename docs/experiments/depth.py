@@ -354,7 +354,7 @@ for n in DEPTHS:
 # - Kim et al. 2025 (Peri-LN), arXiv 2502.02732; Ding et al. 2021 (CogView, Sandwich-LN),
 #   arXiv 2105.13290, code THUDM/CogView `mpu/sparse_transformer.py`.
 # - Sun et al. 2025, *The Curse of Depth in Large Language Models*, arXiv 2502.05795.
-# - Wang et al. 2022 (DeepNet), arXiv 2203.00555, Table 1 for $\alpha$ and $\beta$.
+# - Wang et al. 2022 (DeepNet), arXiv 2203.00555, Figure 2(b) for $\alpha$ and $\beta$.
 # - Bachlechner et al. 2020 (ReZero), arXiv 2003.04887.
 # - Kingma & Ba 2015 (Adam), arXiv 1412.6980, §2.1.
 # - Noci et al. 2022, *Signal propagation in Transformers*, arXiv 2206.03126.
