@@ -19,6 +19,8 @@ class DeepMLP(nn.Module):
         for name, value in (("depth", depth), ("width", width)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not isinstance(residual, bool):  # "False" and "no" are true: refused, not misread
+            raise TypeError(f"residual must be True or False, got {residual!r}")
         self.width = width
         self.residual = residual
         # PyTorch's default nn.Linear init: U(-1/sqrt(width), 1/sqrt(width)), nothing tuned
@@ -55,13 +57,21 @@ def grad_norms(
     The loss is a fixed random linear read-out of the output, averaged over the batch, so
     both networks receive a gradient of the same size at the top.
     """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {seed!r}")
     torch.manual_seed(seed)
     model = DeepMLP(depth, width, residual).to(device=device, dtype=dtype)
     x = torch.randn(batch_size, width).to(device=device, dtype=dtype)  # (B, width)
     readout = torch.randn(width).to(device=device, dtype=dtype)  # (width,)
     loss = (model(x) @ readout).mean()
     loss.backward()
-    return [layer.weight.grad.norm().item() for layer in model.layers]
+    # the norm in float64: in float32 the squares of gradients below ~1e-19 underflow
+    norms = [layer.weight.grad.to("cpu", torch.float64).norm().item() for layer in model.layers]
+    if 0.0 in norms:  # random weights and inputs never give exactly 0: the gradient underflowed
+        raise ValueError(f"a layer's gradient underflowed to 0 in {dtype}; use torch.float64")
+    return norms
 
 
 def first_layer_grad_norm(residual: bool, seed: int = 0, **kwargs) -> float:

@@ -107,3 +107,52 @@ def test_wrong_dtype_is_named():
         DeepMLP(2, 3)(torch.ones(2, 3, dtype=torch.long))
     with pytest.raises(TypeError, match="floating-point tensor, got list"):
         DeepMLP(2, 3)([1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("residual", ["False", "no", 0, None])
+def test_residual_must_be_a_bool(residual):
+    # "False" and "no" are true: read as a flag they would silently build the residual net
+    with pytest.raises(TypeError, match=f"residual must be True or False, got {residual!r}"):
+        DeepMLP(2, 3, residual=residual)
+    with pytest.raises(TypeError, match="residual must be True or False"):
+        grad_norms(residual, depth=2, width=3)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        (dict(batch_size=0), ValueError, "batch_size must be a positive int, got 0"),
+        (dict(batch_size=-1), ValueError, "batch_size must be a positive int, got -1"),
+        (dict(batch_size=2.5), ValueError, r"batch_size must be a positive int, got 2\.5"),
+        (dict(seed=1.5), TypeError, r"seed must be an int, got 1\.5"),
+        (dict(seed="a"), TypeError, "seed must be an int, got 'a'"),
+    ],
+)
+def test_bad_grad_norms_arguments_are_named(kwargs, error, match):
+    # batch_size=0 used to return 0.0 for every layer, and seed=1.5 to run seed 1
+    with pytest.raises(error, match=match):
+        grad_norms(False, **{"depth": 2, "width": 3, **kwargs})
+
+
+def test_small_gradients_keep_their_norm_in_float32(one_thread):
+    # past ~150 plain layers the first layers' gradients are below 1e-19: their squares
+    # underflow float32, and a float32 norm would read 0; the norm is taken in float64
+    norms = grad_norms(residual=False, seed=0, depth=150)
+    assert 0.0 < min(norms) < 1e-30
+    norms64 = grad_norms(residual=False, seed=0, depth=150, dtype=torch.float64)
+    assert norms[0] == pytest.approx(norms64[0], rel=1e-2)
+
+
+@pytest.mark.parametrize(("dtype", "depth"), [(torch.float16, 50), (torch.float32, 300)])
+def test_a_gradient_that_underflows_is_refused_not_reported_as_0(dtype, depth, one_thread):
+    # float16's smallest number is 2**-24 and float32's 2**-149: below it, the gradient is 0
+    match = rf"a layer's gradient underflowed to 0 in {dtype}; use torch\.float64"
+    with pytest.raises(ValueError, match=match):
+        grad_norms(residual=False, seed=0, depth=depth, dtype=dtype)
+    assert min(grad_norms(residual=True, seed=0, depth=depth, dtype=dtype)) > 0  # no underflow
+
+
+def test_half_precision_works_where_nothing_underflows(one_thread):
+    norms16 = grad_norms(residual=False, seed=0, depth=5, dtype=torch.float16)
+    norms32 = grad_norms(residual=False, seed=0, depth=5)
+    assert norms16 == pytest.approx(norms32, rel=1e-2)
