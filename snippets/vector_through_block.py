@@ -34,8 +34,8 @@ def stages(
     if not torch.is_tensor(x) or not x.is_floating_point():
         got = x.dtype if torch.is_tensor(x) else type(x).__name__
         raise TypeError(f"x must be a floating-point tensor, got {got}")
-    if x.dim() != 1:
-        raise ValueError(f"x must be one vector of shape (d,), got shape {tuple(x.shape)}")
+    if x.dim() != 1 or len(x) == 0:
+        raise ValueError(f"x must be one vector of shape (d,), d >= 1, got shape {tuple(x.shape)}")
     d = x.shape[0]
     # a fresh norm per role, created on x's device: weight 1, bias 0
     norm = norm if norm is not None else nn.LayerNorm(d, device=x.device, dtype=x.dtype)
@@ -83,9 +83,15 @@ def _r(t: float, decimals: int) -> float:
 
 def table(vectors: dict[str, torch.Tensor], decimals: int = 2) -> str:
     """One line per stage: the rounded vector, then its mean and (biased) std."""
+    if not vectors:
+        raise ValueError("table expects one or more vectors, got an empty dict")
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
+        raise ValueError(f"decimals must be an int >= 0, got {decimals!r}")
     width = max(len(label) for label in vectors)
     lines = []
     for label, v in vectors.items():
+        if v.dim() != 1 or len(v) == 0:
+            raise ValueError(f"table expects vectors (d,), d >= 1; {label!r} is {tuple(v.shape)}")
         values = " ".join(f"{_r(t, decimals):{decimals + 4}.{decimals}f}" for t in v.tolist())
         mean, std = mean_std(v)
         lines.append(
@@ -100,6 +106,11 @@ def table(vectors: dict[str, torch.Tensor], decimals: int = 2) -> str:
 # --8<-- [start:plot]
 def plot_stages(results: dict[str, dict[str, torch.Tensor]], figsize=None):
     """Grouped bar charts, one panel per placement: one bar group per feature, one bar per stage."""
+    if not results or not all(results.values()):
+        raise ValueError(
+            "plot_stages expects one or more placements with stages, got stage counts "
+            f"{ {placement: len(vectors) for placement, vectors in results.items()} }"
+        )
     fig, axes = plt.subplots(
         1, len(results), figsize=figsize or (5 * len(results), 4.6), sharey=True, squeeze=False
     )

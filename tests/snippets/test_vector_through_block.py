@@ -113,7 +113,7 @@ def test_plot_has_one_panel_per_placement_and_one_bar_per_feature_and_stage():
 
 def test_bad_input_is_refused_with_what_was_expected():
     f = sublayer("cpu")
-    with pytest.raises(ValueError, match=r"one vector of shape \(d,\), got shape \(1, 8\)"):
+    with pytest.raises(ValueError, match=r"one vector of shape \(d,\), d >= 1, got shape \(1, 8\)"):
         stages(torch.randn(1, D), f)
     with pytest.raises(TypeError, match=r"floating-point tensor, got torch\.int64"):
         stages(torch.ones(D, dtype=torch.long), f)
@@ -123,3 +123,35 @@ def test_bad_input_is_refused_with_what_was_expected():
         stages(torch.randn(D), f, "middle")
     with pytest.raises(ValueError, match=r"map shape \(8,\) to itself, got \(4,\)"):
         stages(torch.randn(D), nn.Linear(D, 4))
+
+
+def test_empty_and_malformed_input_is_refused_by_name():
+    f = sublayer("cpu")
+    with pytest.raises(ValueError, match=r"one vector of shape \(d,\), d >= 1, got shape \(0,\)"):
+        stages(torch.randn(0), f)  # used to return four empty "stages"
+    with pytest.raises(ValueError, match="table expects one or more vectors, got an empty dict"):
+        table({})  # used to fail in max() of nothing
+    with pytest.raises(ValueError, match=r"table expects vectors \(d,\), d >= 1; 'x' is \(2, 3\)"):
+        table({"x": torch.randn(2, 3)})
+    with pytest.raises(ValueError, match=r"'x' is \(0,\)"):
+        table({"x": torch.randn(0)})
+    for decimals in (-1, 2.5, True):
+        with pytest.raises(ValueError, match=f"decimals must be an int >= 0, got {decimals}"):
+            table({"x": torch.randn(3)}, decimals=decimals)
+    with pytest.raises(
+        ValueError, match=r"one or more placements with stages, got stage counts \{\}"
+    ):
+        plot_stages({})
+    with pytest.raises(ValueError, match=r"got stage counts \{'pre': 0\}"):
+        plot_stages({"pre": {}})  # used to raise a bare StopIteration
+
+
+def test_table_with_zero_decimals_and_non_finite_values():
+    assert (
+        table({"x": torch.tensor([1.6, -0.4])}, decimals=0)
+        == "x: [   2    0]  mean   0.60  std  1.00"  # -0.4 rounds to 0, not -0
+    )
+    assert (
+        table({"x": torch.tensor([float("nan"), 1.0])})
+        == "x: [   nan   1.00]  mean    nan  std   nan"
+    )
