@@ -104,6 +104,10 @@ def korthikanti_bytes_per_layer(
     the attention-dropout output are added. bytes_per_element=2 and dropout=True give
     the paper's Eq. 1, s*b*h*(34 + 5*a*s/h).
     """
+    sizes = dict(s=s, b=b, h=h, a=a, bytes_per_element=bytes_per_element)
+    for name, n in sizes.items():
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:  # -s would count s² as bytes
+            raise ValueError(f"{name} must be a positive int, got {n!r}")
     sbh, as2b = s * b * h, a * s * s * b
     attention = (1 + 2 + 1 + 1) * sbh + as2b  # QKV input, Q and K, V, projection input; softmax
     mlp = (1 + 4 + 4) * sbh  # h -> 4h input, GeLU input, 4h -> h input

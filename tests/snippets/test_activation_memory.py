@@ -163,3 +163,20 @@ def test_bad_arguments_are_named():
         saved_for_backward(lambda x: x, torch.randn(2))
     with pytest.raises(ValueError, match="measures on 'cpu' or 'cuda', got 'meta'"):
         peak_step_memory(lambda: None, "meta")
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((-2048, 1, 12288, 96), "s must be a positive int, got -2048"),  # s² made it positive
+        ((0, 1, 12288, 96), "s must be a positive int, got 0"),
+        ((2048.5, 1, 12288, 96), r"s must be a positive int, got 2048\.5"),
+        ((2048, True, 12288, 96), "b must be a positive int, got True"),
+        ((2048, 1, "12288", 96), "h must be a positive int, got '12288'"),
+        ((2048, 1, 12288, 0), "a must be a positive int, got 0"),
+        ((2048, 1, 12288, 96, 0), "bytes_per_element must be a positive int, got 0"),
+    ],
+)
+def test_korthikanti_refuses_sizes_that_are_not_positive_ints(args, match):
+    with pytest.raises(ValueError, match=match):
+        korthikanti_bytes_per_layer(*args)
