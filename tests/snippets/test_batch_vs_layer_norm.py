@@ -357,7 +357,9 @@ def test_a_variance_that_overflows_gives_nan_not_the_bias(device):
     x = torch.tensor([[1e20, 1.0], [-1e20, 2.0], [3e20, 0.0]], device=device)
     ours, ref = pair(2, 0.1, False, True, device)
     y, y_ref = ours(x), ref(x)
-    assert torch.isnan(y[:, 0]).all() and torch.equal(y_ref[:, 0], torch.zeros(3, device=device))
+    assert torch.isnan(y[:, 0]).all()
+    if device.type == "cpu":  # PyTorch's CPU kernel (other backends may differ)
+        assert torch.equal(y_ref[:, 0], torch.zeros(3))
     torch.testing.assert_close(y[:, 1], y_ref[:, 1])  # the other channel is untouched
     if device.type != "mps":  # in float64 the same values are ordinary: the right answer
         ours64, ref64 = pair(2, 0.1, False, True, device, dtype=torch.float64)

@@ -120,7 +120,8 @@ def test_a_constant_huge_row_is_the_bias_where_pytorch_gives_nan(device):
     x = torch.full((1, 4), 1e20, device=device)
     ours, ref = pair(4, 1e-5, True, True, device)
     torch.testing.assert_close(ours(x), ours.bias.detach().expand(1, 4))
-    assert torch.isnan(ref(x)).all()
+    if device.type == "cpu":  # PyTorch's CPU kernel (other backends may differ)
+        assert torch.isnan(ref(x)).all()
 
 
 @pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])

@@ -149,7 +149,8 @@ def test_a_mean_of_squares_that_overflows_gives_nan_not_zeros(scale, dtype, devi
     ours, ref = pair(4, None, True, device, dtype=dtype)
     y, y_ref = ours(x), ref(x)
     assert torch.isnan(y[0]).all()
-    assert torch.equal(y_ref[0], torch.zeros_like(y_ref[0]))  # PyTorch's silent zeros
+    if device.type == "cpu":  # PyTorch's silent zeros (other backends' kernels may differ)
+        assert torch.equal(y_ref[0], torch.zeros_like(y_ref[0]))
     torch.testing.assert_close(y[1], y_ref[1])  # the other row is untouched
     if device.type != "mps":  # in float64 the same values are ordinary: the right answer
         ours64, ref64 = pair(4, None, True, device, dtype=torch.float64)
