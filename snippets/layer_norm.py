@@ -1,6 +1,6 @@
 """Layer normalization from scratch: the same numbers as torch.nn.LayerNorm.
 
-Ba, Kiros & Hinton 2016 (arXiv 1607.06450), eq. 4; argument names follow
+Ba, Kiros & Hinton 2016 (arXiv 1607.06450), §3, eq. 3; argument names follow
 torch.nn.LayerNorm so one can replace the other.
 """
 
@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 
-def _check_args(shape, eps) -> tuple[int, ...]:
+def _layer_norm_args(shape, eps) -> tuple[int, ...]:
     """normalized_shape ``shape`` as a tuple of ints; a bad shape or eps is refused."""
     dims = (shape,) if isinstance(shape, numbers.Integral) else shape
     # a str is a sequence ("38" would read as (3, 8)) and a bool is an int (True as (1,))
@@ -50,7 +50,7 @@ class LayerNorm(nn.Module):
         dtype=None,
     ):
         super().__init__()
-        self.normalized_shape = _check_args(normalized_shape, eps)
+        self.normalized_shape = _layer_norm_args(normalized_shape, eps)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         factory = {"device": device, "dtype": dtype}

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 
-def _check_args(shape, eps) -> tuple[int, ...]:
+def _rms_norm_args(shape, eps) -> tuple[int, ...]:
     """normalized_shape ``shape`` as a tuple of ints; a bad shape or eps is refused."""
     dims = (shape,) if isinstance(shape, numbers.Integral) else shape
     # a str is a sequence ("38" would read as (3, 8)) and a bool is an int (True as (1,))
@@ -50,7 +50,7 @@ class RMSNorm(nn.Module):
         dtype=None,
     ):
         super().__init__()
-        self.normalized_shape = _check_args(normalized_shape, eps)
+        self.normalized_shape = _rms_norm_args(normalized_shape, eps)
         self.eps = eps  # None: the machine epsilon of the dtype the math runs in
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
