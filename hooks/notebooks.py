@@ -6,6 +6,15 @@ hook executes each notebook itself (``nbclient``, errors fail the build) and
 keys its cache on everything the output depends on: the notebook text, every
 ``snippets/*.py`` file the notebook names, this hook and ``requirements.txt``.
 
+The notebook runs on its own, outside the repository: before executing it,
+the hook puts every snippet module it imports (``from snippets.X import ...``)
+into the notebook as code cells of their own, tagged ``snippet-source``, ahead
+of its first code cell, and turns those import lines into comments. The kernel
+runs in an empty scratch directory with nothing of the repository on its path,
+so a notebook that still reached for the repository would fail the build. The
+page shows those cells collapsed, the downloaded ``.ipynb`` has them collapsed
+too, and both are what the build executed.
+
 The executed ``.ipynb`` then replaces the page's source, so mkdocs-jupyter
 renders the executed notebook and its ``include_source`` offers it for
 download.
@@ -18,10 +27,13 @@ another host. Math in notebooks is typeset by the site's own KaTeX.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import logging
+import os
 import re
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -115,6 +127,128 @@ def cache_key(notebook: Path, root: Path) -> str:
     return h.hexdigest()[:20]
 
 
+SNIPPET_TAG = "snippet-source"
+DEMO_SECTION = re.compile(
+    r"^# --8<-- \[start:demo\]\n.*?^# --8<-- \[end:demo\]\n?", re.DOTALL | re.MULTILINE
+)
+SECTION_MARKER = re.compile(r"^# --8<-- \[(?:start|end):[\w-]+\]\n", re.MULTILINE)
+
+
+def snippet_cell_source(name: str, root: Path) -> str:
+    """snippets/NAME.py as a notebook cell: its code without the demo and the markers."""
+    path = root / "snippets" / f"{name}.py"
+    if not path.is_file():
+        raise ValueError(f"imports snippets.{name}, but snippets/{name}.py does not exist")
+    code = SECTION_MARKER.sub("", DEMO_SECTION.sub("", path.read_text(encoding="utf-8")))
+    if "__main__" in code:
+        raise ValueError(
+            f"snippets/{name}.py has a __main__ block outside its demo section; a notebook "
+            "runs as __main__, so the block would run in the notebook"
+        )
+    header = (
+        f"# snippets/{name}.py, the handbook's code that this notebook imports, included by\n"
+        "# the build so that the notebook runs on its own (see the handbook's snippets/).\n"
+    )
+    return header + code.strip("\n")
+
+
+def _stored_names(tree: ast.AST) -> set[str]:
+    """Names a module binds at its top level (not inside functions or classes)."""
+    names: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(child.name)  # its body binds nothing at the top level
+            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                names.add(child.id)
+            elif isinstance(child, (ast.Import, ast.ImportFrom)):
+                continue  # the same imports in two cells bind the same objects
+            else:
+                visit(child)
+
+    visit(tree)
+    return names
+
+
+def inline_snippets(nb, root: Path) -> list[str]:
+    """Put the snippet modules the notebook imports into it, ahead of its first code cell.
+
+    Each ``from snippets.NAME import a, b`` becomes a comment; snippets/NAME.py becomes
+    a code cell (tagged SNIPPET_TAG, collapsed in Jupyter). All of them share the
+    notebook's one namespace, so a name bound by two of them, or by one of them and by
+    the notebook, would let one silently replace the other: that is an error.
+    Returns the snippet names, in the order they are first imported.
+    """
+    import nbformat
+
+    modules: list[str] = []
+    notebook_names: set[str] = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError as err:
+            raise ValueError(f"a code cell does not parse: {err}") from None
+        imported_modules: list[str] = []  # this cell's, in the order they first appear
+        lines = cell.source.split("\n")
+        for node in reversed(tree.body):  # bottom up: a rewrite keeps the lines above in place
+            if isinstance(node, ast.Import) and any(
+                a.name.split(".")[0] == "snippets" for a in node.names
+            ):
+                raise ValueError(
+                    f"line {node.lineno} of a cell imports the snippets package itself; "
+                    "write `from snippets.NAME import ...`, which the build can inline"
+                )
+            if not isinstance(node, ast.ImportFrom) or not node.module:
+                continue
+            parts = node.module.split(".")
+            if parts[0] != "snippets":
+                continue
+            if len(parts) != 2 or any(a.name == "*" for a in node.names):
+                raise ValueError(
+                    f"`from {node.module} import ...` on line {node.lineno} of a cell: only "
+                    "`from snippets.NAME import a, b` can be inlined"
+                )
+            if parts[1] not in imported_modules:
+                imported_modules.insert(0, parts[1])
+            elif imported_modules.index(parts[1]) > 0:  # keep the order of first use
+                imported_modules.remove(parts[1])
+                imported_modules.insert(0, parts[1])
+            imported = ", ".join(a.name for a in node.names)
+            first, last = node.lineno - 1, node.end_lineno - 1
+            lines[first : last + 1] = [
+                f"# {imported}: from snippets/{parts[1]}.py, in the first cells of this notebook"
+            ]
+        cell.source = "\n".join(lines)
+        notebook_names |= _stored_names(ast.parse(cell.source))
+        modules += [m for m in imported_modules if m not in modules]
+
+    cells, owner = [], {}
+    for name in modules:
+        source = snippet_cell_source(name, root)
+        for bound in sorted(_stored_names(ast.parse(source))):
+            if bound in owner:
+                raise ValueError(
+                    f"snippets/{owner[bound]}.py and snippets/{name}.py both define "
+                    f"{bound!r}; in one notebook one would replace the other"
+                )
+            owner[bound] = name
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["tags"] = [SNIPPET_TAG]
+        cell.metadata["jupyter"] = {"source_hidden": True}
+        cell.metadata["resnorm"] = {"snippet": f"snippets/{name}.py"}
+        cells.append(cell)
+    clashes = sorted(set(owner) & notebook_names)
+    if clashes:
+        where = ", ".join(f"{n!r} (snippets/{owner[n]}.py)" for n in clashes)
+        raise ValueError(f"the notebook rebinds names its snippets define: {where}")
+    first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
+    nb.cells[first_code:first_code] = cells
+    return modules
+
+
 def execute(notebook: Path, root: Path, target: Path) -> float:
     """Run every cell of ``notebook`` in a fresh kernel; write the result to ``target``."""
     import jupytext
@@ -128,19 +262,27 @@ def execute(notebook: Path, root: Path, target: Path) -> float:
         "display_name": "Python 3",
         "language": "python",
     }
-    client = NotebookClient(
-        nb,
-        timeout=CELL_TIMEOUT_S,
-        kernel_name="python3",
-        allow_errors=False,  # a cell tagged raises-exception may still fail on purpose
-        resources={"metadata": {"path": str(root)}},
-    )
-    start = time.perf_counter()
     try:
-        client.execute()
-    except CellExecutionError as err:
-        raise PluginError(f"notebook {notebook} failed:\n{err}") from None
-    seconds = time.perf_counter() - start
+        inline_snippets(nb, root)
+    except ValueError as err:
+        raise PluginError(f"notebook {notebook}: {err}") from None
+    # The kernel starts in an empty directory, with no PYTHONPATH: the notebook
+    # sees nothing of the repository but what it carries, as a reader's copy does.
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONSTARTUP"}}
+    with tempfile.TemporaryDirectory(prefix="resnorm-notebook-") as scratch:
+        client = NotebookClient(
+            nb,
+            timeout=CELL_TIMEOUT_S,
+            kernel_name="python3",
+            allow_errors=False,  # a cell tagged raises-exception may still fail on purpose
+            resources={"metadata": {"path": scratch}},
+        )
+        start = time.perf_counter()
+        try:
+            client.execute(env=env, cwd=scratch)
+        except CellExecutionError as err:
+            raise PluginError(f"notebook {notebook} failed:\n{err}") from None
+        seconds = time.perf_counter() - start
     shrink_plots(nb)
     nb.metadata["resnorm"] = {"execution_seconds": round(seconds, 2)}
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -232,6 +374,37 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     return MEASURED.sub(quote, markdown)
 
 
+SNIPPET_CELL = re.compile(r'<div[^>]*class="jp-Cell [^"]*\bcelltag_' + SNIPPET_TAG + r'\b[^"]*"')
+DIV_TAG = re.compile(r"<div\b|</div>")
+
+
+def collapse_snippet_cells(html: str) -> str:
+    """Wrap each inlined snippet cell of a notebook page in a closed <details>."""
+    out, pos = [], 0
+    for match in SNIPPET_CELL.finditer(html):
+        if match.start() < pos:
+            continue  # nested in a cell already wrapped (cannot happen with nbconvert's markup)
+        depth, end = 0, None
+        for tag in DIV_TAG.finditer(html, match.start()):
+            depth += 1 if tag.group(0) == "<div" else -1
+            if depth == 0:
+                end = tag.end()
+                break
+        if end is None:
+            raise PluginError("a snippet cell of a notebook page has no closing </div>")
+        cell = html[match.start() : end]
+        name = re.search(r"snippets/(\w+)\.py", cell)
+        label = f"snippets/{name.group(1)}.py" if name else "snippet"
+        out.append(html[pos : match.start()])
+        out.append(
+            f'<details class="rn-snippet-cell"><summary>Code this notebook imports: '
+            f"<code>{label}</code></summary>\n{cell}\n</details>"
+        )
+        pos = end
+    out.append(html[pos:])
+    return "".join(out)
+
+
 def on_post_page(html: str, page, config) -> str:
     if not is_notebook(page.file.src_uri):
         return html
@@ -239,6 +412,7 @@ def on_post_page(html: str, page, config) -> str:
         _classes.update(classes.split())
     html = MATHJAX_CONFIG.sub("", html)
     html = REMOTE_SCRIPT.sub("", html)
+    html = collapse_snippet_cells(html)
 
     def move_out(match: re.Match) -> str:
         css = match.group(1)

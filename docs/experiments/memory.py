@@ -131,7 +131,7 @@ for r in saved_for_backward(nn.RMSNorm(64), x):
 N_LAYERS, BATCH = 4, 4
 SIZES = [(64, 4, 64), (128, 4, 128), (256, 8, 256)]  # (d_model, n_heads, seq_len)
 PLACEMENTS = ("post", "pre", "sandwich")
-NORMS = ("layernorm", "rmsnorm")
+NORM_KINDS = ("layernorm", "rmsnorm")
 
 
 def count(placement, norm, d_model, n_heads, seq_len):
@@ -143,14 +143,16 @@ def count(placement, norm, d_model, n_heads, seq_len):
     return saved_for_backward(model, x)
 
 
-records = {(p, n, size): count(p, n, *size) for p in PLACEMENTS for n in NORMS for size in SIZES}
+records = {
+    (p, n, size): count(p, n, *size) for p in PLACEMENTS for n in NORM_KINDS for size in SIZES
+}
 
 MIB = 2**20
 size = SIZES[1]
 print(f"d_model {size[0]}, heads {size[1]}, seq_len {size[2]}, batch {BATCH}: MiB saved")
 layer_cols = " ".join(f"layer {i}" for i in range(N_LAYERS))
 print(f"{'norm':>9} {'placement':>9} | {layer_cols} | outside   total")
-for n in NORMS:
+for n in NORM_KINDS:
     for p in PLACEMENTS:
         recs = records[(p, n, size)]
         per_layer = [
@@ -168,7 +170,7 @@ for n in NORMS:
 # %%
 KINDS = ["Linear", "MultiHeadAttention", "GELU", "LayerNorm", "RMSNorm"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), sharey=True, constrained_layout=True)
-for ax, n in zip(axes, NORMS, strict=True):
+for ax, n in zip(axes, NORM_KINDS, strict=True):
     bottom = [0.0] * len(PLACEMENTS)
     for kind in KINDS:
         heights = [
@@ -187,7 +189,7 @@ for ax, n in zip(axes, NORMS, strict=True):
 axes[0].set_ylabel("MiB saved for backward")
 plt.show()
 
-for n in NORMS:
+for n in NORM_KINDS:
     for p in PLACEMENTS:
         layer = [r for r in records[(p, n, size)] if layer_index(r.module) == 1]
         norm_bytes = total_bytes(layer, lambda r: r.kind in ("LayerNorm", "RMSNorm"))
@@ -227,7 +229,7 @@ for d_model, n_heads, seq_len in SIZES:
 ratios = {}
 print(f"{'size (d, heads, seq)':>22} {'norm':>10} {'Pre / Post':>11} {'Sandwich / Post':>16}")
 for size in SIZES:
-    for n in NORMS:
+    for n in NORM_KINDS:
         post, pre, sandwich = (total_bytes(records[(p, n, size)]) for p in PLACEMENTS)
         ratios[(n, size)] = pre / post
         print(f"{size!s:>22} {n:>10} {pre / post:>11.4f} {sandwich / post:>16.4f}")
@@ -236,7 +238,7 @@ fig, ax = plt.subplots(figsize=(6.5, 3.6), constrained_layout=True)
 labels = [f"d={d}, T={t}" for d, _, t in SIZES]
 ax.axhspan(0.90, 0.95, color="tab:red", alpha=0.15, label="the claim: Pre-LN saves 5-10 %")
 ax.axhline(1.0, color="black", linewidth=0.8)
-for n, marker in zip(NORMS, "os", strict=True):
+for n, marker in zip(NORM_KINDS, "os", strict=True):
     ax.plot(labels, [ratios[(n, s)] for s in SIZES], marker=marker, label=n)
 ax.set_xlabel("stack size (4 layers, batch 4)")
 ax.set_ylabel("saved bytes, Pre-LN / Post-LN")
@@ -276,11 +278,11 @@ def gpt_step(placement, norm, device="cpu"):
     return saved, peak_step_memory(step, device)
 
 
-gpt = {(p, n): gpt_step(p, n) for p in ("post", "pre") for n in NORMS}
+gpt = {(p, n): gpt_step(p, n) for p in ("post", "pre") for n in NORM_KINDS}
 print(f"{'norm':>10} {'placement':>9} {'saved MiB':>10} {'peak MiB (CPU)':>15}")
 for (p, n), (saved, peak) in sorted(gpt.items(), key=lambda kv: (kv[0][1], kv[0][0])):
     print(f"{n:>10} {p:>9} {saved / MIB:>10.2f} {peak / MIB:>15.2f}")
-for n in NORMS:
+for n in NORM_KINDS:
     (s_post, k_post), (s_pre, k_pre) = gpt[("post", n)], gpt[("pre", n)]
     print(
         f"{n}: Pre/Post saved {s_pre / s_post:.4f}, peak {k_pre / k_post:.4f}; "
@@ -289,7 +291,7 @@ for n in NORMS:
     )
 
 if torch.cuda.is_available():
-    for n in NORMS:
+    for n in NORM_KINDS:
         (_, post), (_, pre) = gpt_step("post", n, "cuda"), gpt_step("pre", n, "cuda")
         print(f"CUDA {n}: peak Pre/Post {pre / post:.4f}")
 else:
@@ -342,7 +344,7 @@ print(f"GPT-3 175B: the final norm adds {final_norm / layers:.4%} to the layers'
 #   inference memory either.
 
 # %%
-peak_ratio = {n: gpt[("pre", n)][1] / gpt[("post", n)][1] for n in NORMS}
+peak_ratio = {n: gpt[("pre", n)][1] / gpt[("post", n)][1] for n in NORM_KINDS}
 saving = {n: 1 - r for n, r in peak_ratio.items()}
 holds = all(0.05 <= v <= 0.10 for v in saving.values())
 verdict = "holds" if holds else "refuted"

@@ -1,0 +1,322 @@
+"""Notebook pages run where the reader runs them.
+
+The build inlines the snippet modules a notebook imports (hooks/notebooks.py) and
+executes it in an empty directory. Here:
+
+- the inlining itself: imports become comments, each snippet becomes one tagged,
+  collapsed cell, clashing names and imports that cannot be inlined are errors;
+- a notebook that reaches for the repository fails the build;
+- on the built site, every notebook page's code cells, as the page shows them, run in
+  order in a fresh interpreter in a scratch directory (the reader copying the cells),
+  and every downloadable ``.ipynb`` runs top to bottom with ``jupyter nbconvert
+  --execute`` in an empty directory (the reader downloading it). Both print what the
+  page shows, except in notebooks whose outputs are measurements of the machine.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests import codeblocks
+from tests.conftest import ROOT
+
+# Notebooks whose printed outputs legitimately differ from run to run, and why. Their
+# cells must still run; only the comparison of printed text is left out.
+VARYING_OUTPUTS = {
+    "norm_speed": "it prints timings and bandwidths measured on the machine that runs it",
+}
+TIMEOUT_S = 900
+
+
+def _notebook(*cells: tuple[str, str]):
+    nb = nbformat.v4.new_notebook()
+    for kind, source in cells:
+        make = nbformat.v4.new_markdown_cell if kind == "md" else nbformat.v4.new_code_cell
+        nb.cells.append(make(source))
+    return nb
+
+
+def _snippets(tmp_path: Path, files: dict[str, str]) -> Path:
+    (tmp_path / "snippets").mkdir()
+    for name, code in files.items():
+        (tmp_path / "snippets" / f"{name}.py").write_text(code, encoding="utf-8")
+    return tmp_path
+
+
+DEMO = '# --8<-- [start:demo]\nif __name__ == "__main__":\n    print("demo")\n# --8<-- [end:demo]\n'
+
+
+# --- Inlining ---------------------------------------------------------------------------
+
+
+def test_imports_become_cells_ahead_of_the_first_code_cell(tmp_path: Path):
+    from hooks.notebooks import SNIPPET_TAG, inline_snippets
+
+    root = _snippets(
+        tmp_path,
+        {
+            "alpha": "# --8<-- [start:code]\nA = 1\n# --8<-- [end:code]\n\n" + DEMO,
+            "beta": "def b():\n    return 2\n",
+        },
+    )
+    nb = _notebook(
+        ("md", "# Title"),
+        ("code", "import math\nfrom snippets.alpha import A\nprint(A)"),
+        ("code", "from snippets.beta import (\n    b,\n)\nfrom snippets.alpha import A\nb()"),
+    )
+    assert inline_snippets(nb, root) == ["alpha", "beta"]
+    kinds = [(c.cell_type, c.metadata.get("tags", [])) for c in nb.cells]
+    assert kinds == [
+        ("markdown", []),
+        ("code", [SNIPPET_TAG]),
+        ("code", [SNIPPET_TAG]),
+        ("code", []),
+        ("code", []),
+    ]
+    alpha, beta = nb.cells[1], nb.cells[2]
+    assert alpha.metadata["jupyter"] == {"source_hidden": True}
+    assert alpha.source.startswith("# snippets/alpha.py")
+    assert "A = 1" in alpha.source
+    assert "--8<--" not in alpha.source and "demo" not in alpha.source  # demo section dropped
+    assert "def b():" in beta.source
+    assert "from snippets." not in nb.cells[3].source + nb.cells[4].source
+    assert "# A: from snippets/alpha.py" in nb.cells[3].source
+    assert "# b: from snippets/beta.py" in nb.cells[4].source
+    namespace: dict = {}
+    for cell in nb.cells[1:]:  # the rewritten notebook runs with no package on the path
+        exec(compile(cell.source, "cell", "exec"), namespace)
+    assert namespace["A"] == 1 and namespace["b"]() == 2
+
+
+def test_a_notebook_without_snippets_is_unchanged(tmp_path: Path):
+    from hooks.notebooks import inline_snippets
+
+    nb = _notebook(("code", "x = 1"))
+    assert inline_snippets(nb, _snippets(tmp_path, {})) == []
+    assert [c.source for c in nb.cells] == ["x = 1"]
+
+
+@pytest.mark.parametrize(
+    ("cell", "message"),
+    [
+        ("import snippets.alpha", "imports the snippets package itself"),
+        ("from snippets.alpha import *", "only `from snippets.NAME import a, b`"),
+        ("from snippets import alpha", "only `from snippets.NAME import a, b`"),
+        ("from snippets.missing import X", "snippets/missing.py does not exist"),
+        ("from snippets.alpha import A\nA = 2", "rebinds names its snippets define: 'A'"),
+        ("from snippets.alpha import A\nfrom snippets.gamma import G", "both define 'A'"),
+        ("from snippets.main_block import M", "has a __main__ block outside its demo section"),
+    ],
+)
+def test_what_cannot_be_inlined_is_an_error(tmp_path: Path, cell: str, message: str):
+    from hooks.notebooks import inline_snippets
+
+    root = _snippets(
+        tmp_path,
+        {
+            "alpha": "A = 1\n",
+            "gamma": "A = 3\nG = 4\n",
+            "main_block": 'M = 1\nif __name__ == "__main__":\n    print(M)\n',
+        },
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        inline_snippets(_notebook(("code", cell)), root)
+
+
+def test_snippet_cells_are_collapsed_on_the_page():
+    from hooks.notebooks import collapse_snippet_cells
+
+    cell = (
+        '<div class="jp-Cell jp-CodeCell jp-Notebook-cell celltag_snippet-source">'
+        '<div class="jp-InputArea"><pre><span># snippets/alpha.py, the code</span></pre></div>'
+        "</div>"
+    )
+    other = '<div class="jp-Cell jp-CodeCell jp-Notebook-cell"><div><pre>x = 1</pre></div></div>'
+    page = f"<main>{cell}{other}</main>"
+    out = collapse_snippet_cells(page)
+    assert out == (
+        '<main><details class="rn-snippet-cell"><summary>Code this notebook imports: '
+        f"<code>snippets/alpha.py</code></summary>\n{cell}\n</details>{other}</main>"
+    )
+
+
+def test_the_real_notebooks_inline_cleanly():
+    """Every notebook of the site imports snippets that can share its namespace."""
+    import jupytext
+
+    from hooks.notebooks import inline_snippets
+
+    notebooks = sorted((ROOT / "docs").glob("*/*.py"))
+    notebooks = [p for p in notebooks if p.parent.name in {"notebooks", "experiments"}]
+    assert notebooks
+    for path in notebooks:
+        inline_snippets(jupytext.read(path), ROOT)
+
+
+# --- The build keeps notebooks away from the repository -------------------------------
+
+
+def test_a_notebook_reaching_for_the_repository_fails_the_build(tmp_path: Path):
+    from tests.test_site import _build
+
+    notebook = "# %%\nfrom tests.checks import copy_random_params\n"
+    proc = _build(tmp_path, {"index.md": "# Home\n", "notebooks/reach.py": notebook})
+    assert proc.returncode != 0
+    assert "No module named 'tests'" in proc.stderr
+
+
+# --- The built site, as a reader uses it ------------------------------------------------
+
+
+class _Cells(HTMLParser):
+    """The code cells of a notebook page: the text of each input area, in order."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.cells: list[str] = []
+        self._depth = 0  # <div> depth inside the current input editor, 0 outside
+        self._in_pre = False
+
+    def handle_starttag(self, tag, attrs):
+        classes = (dict(attrs).get("class") or "").split()
+        if tag == "div":
+            if self._depth:
+                self._depth += 1
+            elif "jp-InputArea-editor" in classes:
+                self._depth = 1
+                self.cells.append("")
+        elif tag == "pre" and self._depth:
+            self._in_pre = True
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self._depth:
+            self._depth -= 1
+        elif tag == "pre":
+            self._in_pre = False
+
+    def handle_data(self, data):
+        if self._in_pre:
+            self.cells[-1] += data
+
+
+def page_cells(page: Path) -> list[str]:
+    parser = _Cells()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return [html.unescape(c).rstrip("\n") for c in parser.cells]
+
+
+def stdout_of(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stdout")
+
+
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONSTARTUP"}}
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+def _run_page_cells(name: str, cells: list[str], scratch: Path) -> codeblocks.Result:
+    scratch.mkdir(parents=True)
+    payload = json.dumps([(f"{name} cell {i + 1}", code) for i, code in enumerate(cells)])
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", codeblocks.RUNNER],  # -I: not even the cwd on sys.path
+        input=payload,
+        capture_output=True,
+        text=True,
+        cwd=scratch,
+        env=_clean_env(),
+        timeout=TIMEOUT_S,
+    )
+    last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "{}"
+    data = json.loads(last) if last.startswith("{") else {"failed": "the interpreter"}
+    return codeblocks.Result(data.get("outputs", []), data.get("failed"), proc.stderr, 0)
+
+
+def _run_download(ipynb: Path, scratch: Path) -> subprocess.CompletedProcess:
+    scratch.mkdir(parents=True)
+    shutil.copy(ipynb, scratch / ipynb.name)  # the download, alone in an empty directory
+    command = ["jupyter", "nbconvert", "--to", "notebook", "--execute", "--output", "ran.ipynb"]
+    return subprocess.run(
+        [sys.executable, "-m", *command, f"--ExecutePreprocessor.timeout={TIMEOUT_S}", ipynb.name],
+        capture_output=True,
+        text=True,
+        cwd=scratch,
+        env=_clean_env(),
+        timeout=TIMEOUT_S,
+    )
+
+
+def _downloads(site: Path) -> list[Path]:
+    return sorted(site.rglob("*.ipynb"))
+
+
+@pytest.fixture(scope="session")
+def reader_runs(built_site: Path, tmp_path_factory) -> dict:
+    """Both ways a reader runs each notebook page, all of them at once (one per core)."""
+    scratch = tmp_path_factory.mktemp("reader")
+    assert not scratch.is_relative_to(ROOT)
+    jobs = {}
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for ipynb in _downloads(built_site):
+            cells = page_cells(ipynb.parent / "index.html")
+            stem = ipynb.stem
+            jobs[stem, "page"] = pool.submit(_run_page_cells, stem, cells, scratch / stem / "p")
+            jobs[stem, "download"] = pool.submit(_run_download, ipynb, scratch / stem / "d")
+        return {key: (job.result(), scratch / key[0]) for key, job in jobs.items()}
+
+
+NOTEBOOK_STEMS = sorted(
+    p.stem for d in ("notebooks", "experiments") for p in (ROOT / "docs" / d).glob("*.py")
+)
+
+
+def test_every_notebook_page_offers_its_download(built_site: Path):
+    assert sorted(p.stem for p in _downloads(built_site)) == NOTEBOOK_STEMS
+
+
+@pytest.mark.parametrize("stem", NOTEBOOK_STEMS)
+def test_page_cells_are_the_downloaded_notebook(built_site: Path, stem: str):
+    """What the page shows is the notebook the build executed, and it carries its code."""
+    (ipynb,) = [p for p in _downloads(built_site) if p.stem == stem]
+    nb = nbformat.read(ipynb, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert page_cells(ipynb.parent / "index.html") == [c.source.rstrip("\n") for c in code]
+    assert all(c.execution_count for c in code), "every cell was executed by the build"
+    assert not any(re.search(r"^\s*(from|import) snippets\b", c.source, re.M) for c in code)
+    page = (ipynb.parent / "index.html").read_text(encoding="utf-8")
+    inlined = [c.metadata["resnorm"]["snippet"] for c in code if "resnorm" in c.metadata]
+    for snippet in inlined:  # visible on the page, collapsed
+        assert f"Code this notebook imports: <code>{snippet}</code>" in page
+
+
+@pytest.mark.parametrize("stem", NOTEBOOK_STEMS)
+def test_page_cells_run_as_copied(reader_runs: dict, built_site: Path, stem: str):
+    result, _ = reader_runs[stem, "page"]
+    assert result.failed is None, f"{result.failed} failed:\n{result.stderr[-4000:]}"
+    if stem in VARYING_OUTPUTS:
+        pytest.skip(f"outputs not compared: {VARYING_OUTPUTS[stem]} (every cell ran)")
+    (ipynb,) = [p for p in _downloads(built_site) if p.stem == stem]
+    shown = [
+        stdout_of(c) for c in nbformat.read(ipynb, as_version=4).cells if c.cell_type == "code"
+    ]
+    assert result.outputs == shown, "a cell printed something other than the page shows"
+
+
+@pytest.mark.parametrize("stem", NOTEBOOK_STEMS)
+def test_downloaded_notebook_runs_in_an_empty_directory(reader_runs: dict, stem: str):
+    proc, where = reader_runs[stem, "download"]
+    assert proc.returncode == 0, f"jupyter nbconvert --execute failed:\n{proc.stderr[-4000:]}"
+    ran = nbformat.read(where / "d" / "ran.ipynb", as_version=4)
+    assert all(c.execution_count for c in ran.cells if c.cell_type == "code")
