@@ -20,20 +20,20 @@
 #
 # ## What we expected
 #
-# - **Post-LN needs warmup.** Xiong et al. 2020 ([arXiv 2002.04745](https://arxiv.org/abs/2002.04745),
-#   §3.2) train a 6 + 6-layer Post-LN Transformer on IWSLT14 De-En with Adam,
-#   β = (0.9, 0.98): without warmup it reaches 8.45 BLEU against about 34 with
-#   it, and with 500 warmup steps it reaches 31.16 BLEU at a peak learning rate of
-#   5e-4 but only 2.77 at 1e-3. The higher the learning rate, the more warmup
-#   matters.
-# - **Why.** At initialization the gradient of the last layers of Post-LN does
-#   not shrink with depth, while Pre-LN's shrinks like $1/\sqrt{L}$ (§3.3,
-#   Theorem 1; see
-#   [the Post-LN page](../../placement/post-ln/#what-xiong-et-al-proved-theorem-1-and-lemma-2)).
-#   Large gradients and the full learning rate from step one make the first
-#   updates of Post-LN large; warmup keeps them small until the model has moved
-#   away from its initialization. The argument is about the model *at
-#   initialization*, so the initialization is part of the setting.
+# - **Post-LN needs warmup.** Xiong et al. 2020
+#   ([arXiv 2002.04745](https://arxiv.org/abs/2002.04745), §3.2) train a 6 + 6-layer
+#   Post-LN Transformer on IWSLT14 De-En with Adam, β = (0.9, 0.98): without warmup it
+#   reaches 8.45 BLEU against about 34 with it, and with 500 warmup steps it reaches
+#   31.16 BLEU at a peak learning rate of 5e-4 but only 2.77 at 1e-3. The higher the
+#   learning rate, the more warmup matters.
+# - **Why.** At initialization the gradient of the last layers of Post-LN does not
+#   shrink with depth, while Pre-LN's shrinks like $1/\sqrt{L}$ (§3.3, Theorem 1; see
+#   the page on
+#   [Post-LN](../../placement/post-ln/#what-xiong-et-al-proved-theorem-1-and-lemma-2)).
+#   Large gradients and the full learning rate from step one make the first updates of
+#   Post-LN large; warmup keeps them small until the model has moved away from its
+#   initialization. The argument is about the model *at initialization*, so the
+#   initialization is part of the setting.
 # - **Pre-LN trains without warmup** (§4): about 34 BLEU on IWSLT14 at 5e-4
 #   with no warmup; for BERT, Post-LN with 10k warmup steps at 1e-4 diverged at
 #   3e-4, where Pre-LN trained with no warmup.
@@ -47,7 +47,7 @@
 #
 # ## Settings
 #
-# - **Data**: `MarkovLanguage` from `snippets/warmup_lm.py`: a random sparse
+# - **Data**: `MarkovLanguage` from `snippets/lm_experiment.py`: a random sparse
 #   Markov chain of order 2 over 16 tokens; each pair of previous tokens allows
 #   3 next tokens, with random probabilities (seed 0). Predicting well needs the
 #   token two places back, so the model must learn attention. A new batch is
@@ -56,14 +56,20 @@
 #   computed exactly, with three other reference points (printed below):
 #   `uniform` (ln 16, a model that knows nothing), `unigram` (token frequencies
 #   only), `bigram` (the previous token only, which needs no attention).
-# - **Model**: `GPT` from `snippets/transformer.py`: 4 layers, `n_embd` 64,
-#   4 heads, `block_size` 16, LayerNorm, no dropout, `norm_position` "post" or
+# - **Model**: `GPT` from `snippets/transformer.py`: 4 layers, `n_embd` 64, 4
+#   heads, `block_size` 16, LayerNorm, no dropout, `norm_position` "post" or
 #   "pre" (Pre-LN gets its final norm). **Re-initialized**: every `nn.Linear`
 #   weight (including the language-model head, tied to the token embedding) is
-#   Xavier-normal (`torch.nn.init.xavier_normal_`), every bias zero;
-#   position embeddings keep `GPT`'s N(0, 0.02). With the same seed both
-#   placements start from the same weights. The GPT-2 initialization that
-#   `GPT` uses by default is tried at the end, because it changes the answer.
+#   Xavier-normal (`torch.nn.init.xavier_normal_`), every bias zero; position
+#   embeddings keep `GPT`'s N(0, 0.02). The fused query/key/value weight,
+#   $3d \times d$, is initialized as one matrix
+#   (`xavier_init_(model, qkv="fused")`, as PyTorch's `nn.MultiheadAttention`
+#   does with its `in_proj_weight`), which gives $W_q$, $W_k$, $W_v$ weights
+#   $\sqrt{2}$ smaller than three separate $d \times d$ matrices would get, the
+#   setting of the [gradient](../gradients_at_init/) and [depth](../depth/)
+#   experiments. With the same seed both placements start from the same weights.
+#   The GPT-2 initialization that `GPT` uses by default is tried at the end,
+#   because it changes the answer.
 # - **Training**: Adam, β = (0.9, 0.98), no weight decay, no gradient clipping;
 #   150 steps of 32 sequences of 16 tokens; linear warmup over 0 or 50 steps,
 #   then cosine decay to 0; peak learning rate 2e-3 (moderate) or 1e-2 (high).
@@ -79,36 +85,35 @@
 #   across threads made training much slower in our tests; one thread keeps the
 #   run time steady.
 #
-# **How these settings were chosen.** Before writing this page we tried, by
-# hand and outside it (those runs are not repeated here): 4 and 6 layers;
-# widths of 32, 48 and 64 features; batches of 16, 24 and 32 sequences of 16
-# or 32 tokens; 120, 150 and 200 steps; constant and cosine decay after
-# warmup; warmup of 30 to 60 steps; peak learning rates from 1e-3 to 1e-2;
-# vocabularies of 8, 16 and 32 tokens; Xavier and GPT-2 initialization; seeds
-# 0 to 2. What we saw there, in words: Xavier-initialized Post-LN without
-# warmup stalled at the high learning rate with 4 and 6 layers and in every
-# seed at width 64, in some or all seeds at width 48 and in none at width 32
-# (Theorem 1's bound grows with the width $d$); at 1e-3 to 3e-3 every run trained; with 8
-# tokens Post-LN stalled at 1e-2 even after 30 warmup steps, and 32 tokens were
-# too hard to learn well in a few hundred steps; with GPT-2's initialization
-# the high learning rate without warmup either hurt both placements (6 layers,
-# constant rate) or stalled neither (4 layers, cosine decay). The grid on this
-# page is the cheapest one that fits the page's time budget and shows the
-# effect; the last runs show the initialization that hides it.
+# **How these settings were chosen.** Before writing this page we tried, by hand and
+# outside it (those runs are not repeated here): 4 and 6 layers; widths of 32, 48 and 64
+# features; batches of 16, 24 and 32 sequences of 16 or 32 tokens; 120, 150 and 200
+# steps; constant and cosine decay after warmup; warmup of 30 to 60 steps; peak learning
+# rates from 1e-3 to 1e-2; vocabularies of 8, 16 and 32 tokens; Xavier and GPT-2
+# initialization; seeds 0 to 2. What we saw there, in words: Xavier-initialized Post-LN
+# without warmup stalled at the high learning rate with 4 and 6 layers and in every seed
+# at width 64, in some or all seeds at width 48 and in none at width 32 (Theorem 1's
+# bound grows with the width $d$); at 1e-3 to 3e-3 every run trained; with 8 tokens
+# Post-LN stalled at 1e-2 even after 30 warmup steps, and 32 tokens were too hard to
+# learn well in a few hundred steps; with GPT-2's initialization the high learning rate
+# without warmup either hurt both placements (6 layers, constant rate) or stalled
+# neither (4 layers, cosine decay). The grid on this page is the cheapest one that fits
+# the page's time budget and shows the effect; the last runs show the initialization
+# that hides it.
 
 # %%
 import matplotlib.pyplot as plt
 import torch
 from IPython.display import display
 
-from snippets.transformer import GPT, GPTConfig
-from snippets.warmup_lm import (
+from snippets.lm_experiment import (
     MarkovLanguage,
     first_step_below,
     outcome,
     train_lm,
     xavier_init_,
 )
+from snippets.transformer import GPT, GPTConfig
 
 torch.set_num_threads(1)  # see Settings
 
@@ -142,18 +147,29 @@ def make_model(norm_position: str, seed: int = 0, init: str = "xavier") -> GPT:
         norm_position=norm_position,
     )
     model = GPT(config)
-    return xavier_init_(model) if init == "xavier" else model
+    if init == "xavier":  # W_q, W_k, W_v as one (3C, C) matrix: see Settings
+        xavier_init_(model, qkv="fused")
+    return model
 
 
 def run(norm_position, lr, warmup, seed=0, init="xavier"):
-    model = make_model(norm_position, seed, init)
-    return train_lm(model, language, STEPS, lr, warmup, BATCH, SEQ_LEN, decay="cosine", seed=seed)
+    return train_lm(
+        make_model(norm_position, seed, init),
+        language,
+        STEPS,
+        lr,
+        warmup_steps=warmup,
+        decay="cosine",
+        batch_size=BATCH,
+        seq_len=SEQ_LEN,
+        seed=seed,
+    )
 
 
 post, pre = make_model("post"), make_model("pre")
-same = torch.equal(
-    post.stack.layers[0].attn.sublayer.qkv.weight, pre.stack.layers[0].attn.sublayer.qkv.weight
-)
+qkv_post = post.stack.layers[0].attn.sublayer.qkv.weight
+qkv_pre = pre.stack.layers[0].attn.sublayer.qkv.weight
+same = torch.equal(qkv_post, qkv_pre)
 print("Post-LN and Pre-LN start from the same weights:", same)
 
 runs = {}
@@ -168,9 +184,10 @@ print(
 )
 for (pos, warmup, speed), r in runs.items():
     reached = first_step_below(r.losses, base["bigram"])
+    reached = "never" if reached is None else reached
     print(
-        f"{speed:>8} {LRS[speed]:.0e} {warmup:>6} {PLACEMENTS[pos]:>9} {r.final_loss:>10.3f} "
-        f"{'never' if reached is None else reached:>15}  {outcome(r, base)}"
+        f"{speed:>8} {LRS[speed]:.0e} {warmup:>6} {PLACEMENTS[pos]:>9} "
+        f"{r.final_loss:>10.3f} {reached:>15}  {outcome(r, base)}"
     )
 
 # %% [markdown]
@@ -179,7 +196,14 @@ for (pos, warmup, speed), r in runs.items():
 # two places back, through attention.
 
 # %%
-fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True, sharey=True, constrained_layout=True)
+fig, axes = plt.subplots(
+    2,
+    2,
+    figsize=(11, 7),
+    sharex=True,
+    sharey=True,
+    constrained_layout=True,
+)
 colors = {"post": "tab:red", "pre": "tab:blue"}
 steps = torch.arange(STEPS)
 for row, speed in enumerate(LRS):
@@ -225,14 +249,21 @@ decisive = {pos: [runs[pos, 0, "high"]] for pos in PLACEMENTS}
 for seed in SEEDS[1:]:
     for pos in PLACEMENTS:
         decisive[pos].append(run(pos, LRS["high"], 0, seed=seed))
+
+
+def seed_cells(results):
+    cells = [f"{r.final_loss:.3f} ({outcome(r, base)})" for r in results]
+    return "  ".join(f"seed {s}: {cell}" for s, cell in enumerate(cells))
+
+
 for pos, label in PLACEMENTS.items():
-    cells = "  ".join(
-        f"seed {s}: {r.final_loss:.3f} ({outcome(r, base)})" for s, r in enumerate(decisive[pos])
-    )
-    print(f"{label}, lr {LRS['high']:.0e}, no warmup -> {cells}")
+    print(f"{label}, lr {LRS['high']:.0e}, no warmup -> {seed_cells(decisive[pos])}")
 post_failed = sum(outcome(r, base) != "trained" for r in decisive["post"])
 pre_trained = sum(outcome(r, base) == "trained" for r in decisive["pre"])
-print(f"Post-LN failed in {post_failed} of 3 seeds; Pre-LN trained in {pre_trained} of 3")
+print(
+    f"Post-LN failed in {post_failed} of 3 seeds;",
+    f"Pre-LN trained in {pre_trained} of 3",
+)
 
 # %% [markdown]
 # ## The same pair with GPT-2's initialization
@@ -245,25 +276,24 @@ print(f"Post-LN failed in {post_failed} of 3 seeds; Pre-LN trained in {pre_train
 # %%
 for init in ("xavier", "gpt2"):
     mlp = make_model("post", init=init).stack.layers[0].mlp.sublayer
+    fc_std, proj_std = mlp.fc.weight.std(), mlp.proj.weight.std()
     print(
-        f"{init:>6} init: weight std of the FFN's first layer {mlp.fc.weight.std():.3f}, "
-        f"of its output projection {mlp.proj.weight.std():.4f}"
+        f"{init:>6} init: weight std of the FFN's first layer {fc_std:.3f}, "
+        f"of its output projection {proj_std:.4f}"
     )
-gpt2_init = {
-    pos: [run(pos, LRS["high"], 0, seed, init="gpt2") for seed in SEEDS] for pos in PLACEMENTS
-}
+gpt2_init = {}
+for pos in PLACEMENTS:
+    gpt2_init[pos] = [run(pos, LRS["high"], 0, seed, init="gpt2") for seed in SEEDS]
 for pos, label in PLACEMENTS.items():
-    cells = "  ".join(
-        f"seed {s}: {r.final_loss:.3f} ({outcome(r, base)})" for s, r in enumerate(gpt2_init[pos])
-    )
+    cells = seed_cells(gpt2_init[pos])
     print(f"GPT-2 init, {label}, lr {LRS['high']:.0e}, no warmup -> {cells}")
 gpt2_post_trained = sum(outcome(r, base) == "trained" for r in gpt2_init["post"])
 gpt2_pre_trained = sum(outcome(r, base) == "trained" for r in gpt2_init["pre"])
-gpt2_post_lower = sum(
-    p.final_loss < q.final_loss for p, q in zip(gpt2_init["post"], gpt2_init["pre"], strict=True)
-)
+pairs = zip(gpt2_init["post"], gpt2_init["pre"], strict=True)
+gpt2_post_lower = sum(p.final_loss < q.final_loss for p, q in pairs)
 print(
-    f"Post-LN trained in {gpt2_post_trained} of 3 seeds, Pre-LN in {gpt2_pre_trained} of 3; "
+    f"Post-LN trained in {gpt2_post_trained} of 3 seeds, "
+    f"Pre-LN in {gpt2_pre_trained} of 3; "
     f"Post-LN ended below Pre-LN in {gpt2_post_lower} of 3"
 )
 
@@ -286,15 +316,17 @@ p0, q0 = runs["post", 0, "high"], runs["pre", 0, "high"]
 p1, q1 = runs["post", WARMUPS[1], "high"], runs["pre", WARMUPS[1], "high"]
 if post_failed == 3 and pre_trained == 3:
     verdict = (
-        f"At peak lr {hi:.0e} without warmup, Post-LN failed in 3 of 3 seeds (seed 0: "
-        f"{outcome(p0, base)}, final loss {p0.final_loss:.2f}, unigram {base['unigram']:.2f}) "
-        f"while Pre-LN trained in 3 of 3 (seed 0: final loss {q0.final_loss:.2f}); with "
-        f"{WARMUPS[1]} warmup steps Post-LN {outcome(p1, base)} (final loss {p1.final_loss:.2f})."
+        f"At peak lr {hi:.0e} without warmup, Post-LN failed in 3 of 3 seeds "
+        f"(seed 0: {outcome(p0, base)}, final loss {p0.final_loss:.2f}, "
+        f"unigram {base['unigram']:.2f}) while Pre-LN trained in 3 of 3 "
+        f"(seed 0: final loss {q0.final_loss:.2f}); with {WARMUPS[1]} warmup steps "
+        f"Post-LN {outcome(p1, base)} (final loss {p1.final_loss:.2f})."
     )
 else:
     verdict = (
-        f"Not shown at this scale: at peak lr {hi:.0e} without warmup, Post-LN failed in "
-        f"{post_failed} of 3 seeds and Pre-LN trained in {pre_trained} of 3."
+        f"Not shown at this scale: at peak lr {hi:.0e} without warmup, Post-LN "
+        f"failed in {post_failed} of 3 seeds and Pre-LN trained in {pre_trained} "
+        "of 3."
     )
 print(verdict)
 
@@ -306,15 +338,16 @@ print(
     f"their final losses span {spread:.2f} nats"
 )
 print(
-    f"Warmup lowered Pre-LN's final loss at lr {hi:.0e}: {q1.final_loss < q0.final_loss} "
+    f"Warmup lowered Pre-LN's final loss at lr {hi:.0e}: "
+    f"{q1.final_loss < q0.final_loss} "
     f"({q0.final_loss:.2f} without, {q1.final_loss:.2f} with)"
 )
 g_post, g_pre = gpt2_init["post"][0], gpt2_init["pre"][0]
 gpt2_verdict = (
-    f"With GPT-2's initialization at peak lr {hi:.0e} without warmup, Post-LN trained in "
-    f"{gpt2_post_trained} of 3 seeds and Pre-LN in {gpt2_pre_trained} of 3; Post-LN's final "
-    f"loss was below Pre-LN's in {gpt2_post_lower} of 3 (seed 0: {g_post.final_loss:.2f} vs "
-    f"{g_pre.final_loss:.2f})."
+    f"With GPT-2's initialization at peak lr {hi:.0e} without warmup, Post-LN "
+    f"trained in {gpt2_post_trained} of 3 seeds and Pre-LN in {gpt2_pre_trained} "
+    f"of 3; Post-LN's final loss was below Pre-LN's in {gpt2_post_lower} of 3 "
+    f"(seed 0: {g_post.final_loss:.2f} vs {g_pre.final_loss:.2f})."
 )
 print(gpt2_verdict)
 faster = sum(
@@ -370,10 +403,10 @@ display(
 # - **At the moderate learning rate** every run trains, with or without
 #   warmup, and the four final losses lie close together (the span printed
 #   above). The placement matters where the learning rate is high.
-# - **Pre-LN gains from warmup too** at the high learning rate. "Pre-LN needs
-#   no warmup" holds here in the sense that it trains without it, not in the
-#   sense that warmup is useless; large Pre-LN models still warm up (LLaMA:
-#   2,000 steps, Touvron et al. 2023, [arXiv 2302.13971](https://arxiv.org/abs/2302.13971), §2.3).
+# - **Pre-LN gains from warmup too** at the high learning rate. "Pre-LN needs no warmup"
+#   holds here in the sense that it trains without it, not in the sense that warmup is
+#   useless; large Pre-LN models still warm up (LLaMA: 2,000 steps, Touvron et al. 2023,
+#   [arXiv 2302.13971](https://arxiv.org/abs/2302.13971), §2.3).
 # - **The initialization matters as much as the placement.** With GPT-2's
 #   small initialization the deciding pair comes out differently (the GPT-2
 #   verdict line above gives the count over three seeds): Post-LN without
@@ -391,10 +424,10 @@ display(
 #   column and the count above answer it for these runs. The "0–500 warmup
 #   steps" figure is about large models; a toy run cannot confirm it.
 #
-# The model has 4 layers and 64 features and trains for 150 steps. In Xiong et
-# al.'s analysis the gap between the placements widens with depth, since
-# Pre-LN's last-layer gradient shrinks like $1/\sqrt{L}$ and Post-LN's does not
-# (§3.3); this page does not test deeper models. For the gradients at initialization themselves, see
+# The model has 4 layers and 64 features and trains for 150 steps. In Xiong et al.'s
+# analysis the gap between the placements widens with depth, since Pre-LN's last-layer
+# gradient shrinks like $1/\sqrt{L}$ and Post-LN's does not (§3.3); this page does not
+# test deeper models. For the gradients at initialization themselves, see
 # [gradient norms at initialization](../gradients_at_init/).
 #
 # ## Sources
@@ -408,6 +441,7 @@ display(
 #   feedforward neural networks* (Xavier initialization).
 # - Radford et al. 2019 (GPT-2 report), §2.3 (the initialization of residual
 #   layers scaled by $1/\sqrt{N}$).
-# - Touvron et al. 2023 (LLaMA), [arXiv 2302.13971](https://arxiv.org/abs/2302.13971), §2.3.
-# - Code: `snippets/warmup_lm.py` (data, schedule, training loop),
-#   `snippets/transformer.py` (the model).
+# - Touvron et al. 2023 (LLaMA), [arXiv 2302.13971](https://arxiv.org/abs/2302.13971),
+#   §2.3.
+# - Code: `snippets/lm_experiment.py` (data, schedule, training loop,
+#   verdicts, initialization), `snippets/transformer.py` (the model).
