@@ -1,16 +1,15 @@
-"""snippets/depth_probe.py: stream norms, Lemma 2's band, the Markov task, the training loop."""
+"""snippets/depth_probe.py: stream norms and Lemma 2's band."""
 
 from __future__ import annotations
 
 import itertools
-import math
 
 import pytest
 import torch
 from torch import nn
 
-from snippets.depth_probe import MarkovTask, TrainResult, lemma2_band, stream_sq_norms, train_lm
-from snippets.transformer import GPT, GPTConfig, Stack, from_torch_encoder_layer
+from snippets.depth_probe import lemma2_band, stream_sq_norms
+from snippets.transformer import Stack, from_torch_encoder_layer
 
 D, H, FF = 16, 4, 64
 
@@ -83,113 +82,3 @@ def test_lemma2_band():
     for bad in (-1, 2.0, True):
         with pytest.raises(ValueError, match="non-negative int"):
             lemma2_band(bad)
-
-
-# --- MarkovTask ----------------------------------------------------------------------
-
-
-def test_markov_samples_follow_the_chain():
-    task = MarkovTask(vocab_size=16, n_next=2, seed=0)
-    assert task.successors.shape == (16, 2)
-    assert all(len(set(row.tolist())) == 2 for row in task.successors)  # distinct successors
-    idx, targets = task.sample(32, 10, torch.Generator().manual_seed(0))
-    assert idx.shape == targets.shape == (32, 10) and idx.dtype == torch.long
-    assert torch.equal(idx[:, 1:], targets[:, :-1])  # targets are idx shifted by one
-    allowed = task.successors[idx]  # (32, 10, 2)
-    assert (allowed == targets[..., None]).any(-1).all()
-
-
-def test_markov_sampling_is_reproducible():
-    task = MarkovTask(seed=3)
-    a = task.sample(4, 6, torch.Generator().manual_seed(1))
-    b = task.sample(4, 6, torch.Generator().manual_seed(1))
-    assert all(torch.equal(u, v) for u, v in zip(a, b, strict=True))
-    assert torch.equal(MarkovTask(seed=3).successors, task.successors)
-    assert not torch.equal(MarkovTask(seed=4).successors, task.successors)
-
-
-def test_markov_reference_losses():
-    task = MarkovTask(vocab_size=16, n_next=2)
-    assert task.entropy_rate == pytest.approx(math.log(2))
-    assert task.entropy_rate < task.position_only_loss(16) <= math.log(16)
-    # every token may follow every token: nothing to learn beyond the uniform guess
-    uniform = MarkovTask(vocab_size=8, n_next=8)
-    assert uniform.position_only_loss(5) == pytest.approx(math.log(8))
-    assert uniform.entropy_rate == pytest.approx(math.log(8))
-
-
-def test_markov_position_only_loss_matches_sampled_frequencies():
-    task = MarkovTask(vocab_size=6, n_next=2, seed=1)
-    _, targets = task.sample(20_000, 3, torch.Generator().manual_seed(0))
-    entropies = []
-    for t in range(3):
-        p = torch.bincount(targets[:, t], minlength=6).double() / targets.shape[0]
-        entropies.append(-(p[p > 0] * p[p > 0].log()).sum().item())
-    assert task.position_only_loss(3) == pytest.approx(sum(entropies) / 3, abs=0.01)
-
-
-@pytest.mark.parametrize("n_next", [0, 17])
-def test_markov_rejects_impossible_branching(n_next):
-    with pytest.raises(ValueError, match=f"n_next must be in 1..vocab_size=16, got {n_next}"):
-        MarkovTask(vocab_size=16, n_next=n_next)
-
-
-# --- train_lm -----------------------------------------------------------------------
-
-
-def small_gpt(position="pre", n_layer=2, seed=0):
-    torch.manual_seed(seed)
-    config = GPTConfig(
-        vocab_size=8, block_size=8, n_layer=n_layer, n_head=2, n_embd=16, norm_position=position
-    )
-    return GPT(config)
-
-
-def test_training_learns_the_chain(device):
-    task = MarkovTask(vocab_size=8, n_next=2, seed=0)
-    result = train_lm(small_gpt().to(device), task, steps=150, lr=1e-2, seq_len=8, seed=0)
-    assert isinstance(result, TrainResult) and not result.diverged
-    assert len(result.losses) == 150
-    assert result.losses[0] == pytest.approx(math.log(8), abs=0.1)  # starts at the uniform guess
-    assert result.eval_loss < task.position_only_loss(8) - 0.3  # it used the previous token
-
-
-def test_training_is_reproducible():
-    task = MarkovTask(vocab_size=8, n_next=2)
-    a = train_lm(small_gpt("post"), task, steps=5, lr=1e-3, seq_len=8)
-    b = train_lm(small_gpt("post"), task, steps=5, lr=1e-3, seq_len=8)
-    assert a == b
-
-
-class NanAfter(nn.Module):
-    """A model whose loss becomes nan at a given step."""
-
-    def __init__(self, step: int):
-        super().__init__()
-        self.w = nn.Parameter(torch.zeros(1))
-        self.step, self.calls = step, 0
-
-    def forward(self, idx, targets):
-        self.calls += 1
-        bad = float("nan") if self.calls > self.step else 1.0
-        return None, (self.w - 1.0).pow(2).sum() * bad
-
-
-def test_divergence_is_reported_and_stops_training():
-    result = train_lm(NanAfter(3), MarkovTask(), steps=10, lr=1e-3)
-    assert result.diverged
-    assert len(result.losses) == 4 and math.isnan(result.losses[-1])
-    assert math.isnan(result.eval_loss)
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        (dict(steps=0, lr=1e-3), "steps must be a positive int, got 0"),
-        (dict(steps=2.5, lr=1e-3), "steps must be a positive int, got 2.5"),
-        (dict(steps=5, lr=0.0), "lr must be positive, got 0.0"),
-    ],
-)
-def test_train_lm_rejects_bad_settings(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        train_lm(small_gpt(), MarkovTask(vocab_size=8), **kwargs)
