@@ -11,46 +11,48 @@
 # %% [markdown]
 # # Gradient norms at initialization
 #
-# How much gradient does each layer of a freshly initialized Transformer stack receive, and how
-# does that change with depth, in [Post-LN](../../placement/post-ln/) and
-# [Pre-LN](../../placement/pre-ln/)? This page measures the gradient of each layer's second
-# feed-forward weight $W^{2,l}$, the quantity of Xiong et al. 2020's Theorem 1 and Figure 3,
-# on the handbook's own `Stack`. It is executed every time the site is built; every number
-# below comes from that run.
+# How much gradient does each layer of a freshly initialized Transformer stack receive,
+# and how does that change with depth, in [Post-LN](../../placement/post-ln/) and
+# [Pre-LN](../../placement/pre-ln/)? This page measures the gradient of each layer's
+# second feed-forward weight $W^{2,l}$, the quantity of Xiong et al. 2020's Theorem 1
+# and Figure 3, on the handbook's own `Stack`. It is executed every time the site is
+# built; every number below comes from that run.
 #
 # ## What we expected
 #
-# - **Theorem 1** (Xiong et al. 2020, arXiv 2002.04745, §3.3): at initialization, the gradient
-#   of the last layer's $W^{2,L}$ is bounded by $O(d\sqrt{\ln d})$ in Post-LN, whatever the
-#   depth $L$, and by $O(d\sqrt{\ln d / L})$ in Pre-LN. On log-log axes against $L$: a flat
-#   line for Post-LN, slope $-1/2$ for Pre-LN.
-# - **Why** (the same section, Lemmas 2 and 3): a LayerNorm passes back gradient in proportion
-#   to $\sqrt{d}/\|x\|$ of its input. The last Post-LN norm sees an input of fixed scale; the
-#   final norm of Pre-LN sees the whole residual sum $x_L$, with
+# - **Theorem 1** (Xiong et al. 2020, arXiv 2002.04745, §3.3): at initialization, the
+#   gradient of the last layer's $W^{2,L}$ is bounded by $O(d\sqrt{\ln d})$ in Post-LN,
+#   whatever the depth $L$, and by $O(d\sqrt{\ln d / L})$ in Pre-LN. On log-log axes
+#   against $L$: a flat line for Post-LN, slope $-1/2$ for Pre-LN.
+# - **Why** (the same section, Lemmas 2 and 3): a LayerNorm passes back gradient in
+#   proportion to $\sqrt{d}/\|x\|$ of its input. The last Post-LN norm sees an input of
+#   fixed scale; the final norm of Pre-LN sees the whole residual sum $x_L$, with
 #   $\mathbb{E}\|x_L\|^2$ growing linearly in $L$. So the Pre-LN gradient should track
-#   $1/\mathrm{rms}(x_L)$. The
-#   [Post-LN page](../../placement/post-ln/#what-xiong-et-al-proved-theorem-1-and-lemma-2)
-#   states the lemmas.
-# - **Figure 3** (§3.4; 6-6 translation model, 10 seeds): the per-layer gradient norm of the
-#   FFN weights grows with the layer index in Post-LN and stays almost flat in Pre-LN; the last
-#   layer's gradient is about constant over depths 6-6 to 14-14 in Post-LN and decreases with
-#   depth in Pre-LN.
-# - **What the source articles say.** They claim that in a deep Post-LN stack the gradient
-#   *vanishes* on its way down, because every LayerNorm divides it by a standard deviation,
-#   and that Pre-LN's identity path lets it bypass the norms. The second half is the
-#   [Pre-LN derivation](../../placement/pre-ln/#a-clean-identity-path). The first half has
-#   support in the literature, with qualifications. Xiong et al.'s Figure 3 shows Post-LN's
-#   gradient growing with the layer index, that is, smaller in the lower layers; their own
-#   point is the other end, the *large* gradient near the output at initialization, which is
-#   why Post-LN needs warmup. Liu et al. 2020 (Admin, arXiv 2004.08249, §3) observe gradient
-#   vanishing in Post-LN decoders (not in its encoders) and argue that it is not the root
-#   cause of the instability, since removing it alone does not stabilize training; they
-#   blame an amplification effect. Takase et al. (arXiv 2206.00330) argue the opposite: that
-#   the vanishing gradient caused by Post-LN's norms is the main reason deep Post-LN models
-#   fail. Mix-LN (Li et al. 2024, arXiv 2412.13795) likewise describes Post-LN as starving
-#   its early layers of gradient. So "the gradient shrinks toward the bottom of a deep Post-LN
-#   stack" is reported by several papers; whether that is what makes Post-LN hard to train
-#   is disputed. The measurements below show what happens in this setting, at
+#   $1/\mathrm{rms}(x_L)$. The lemmas are stated on the
+#   [Post-LN](../../placement/post-ln/#what-xiong-et-al-proved-theorem-1-and-lemma-2)
+#   page.
+# - **Figure 3** (§3.4; 6-6 translation model, 10 seeds): the per-layer gradient norm of
+#   the FFN weights grows with the layer index in Post-LN and stays almost flat in
+#   Pre-LN; the last layer's gradient is about constant over depths 6-6 to 14-14 in
+#   Post-LN and decreases with depth in Pre-LN.
+# - **What the source articles say.** They claim that in a deep Post-LN stack the
+#   gradient *vanishes* on its way down, because every LayerNorm divides it by a
+#   standard deviation, and that Pre-LN's identity path lets it bypass the norms. The
+#   second half is the
+#   [Pre-LN derivation](../../placement/pre-ln/#a-clean-identity-path). The first half
+#   has support in the literature, with qualifications. Xiong et al.'s Figure 3 shows
+#   Post-LN's gradient growing with the layer index, that is, smaller in the lower
+#   layers; their own point is the other end, the *large* gradient near the output at
+#   initialization, which is why Post-LN needs warmup. Liu et al. 2020 (Admin, arXiv
+#   2004.08249, §3) observe gradient vanishing in Post-LN decoders (not in its encoders)
+#   and argue that it is not the root cause of the instability, since removing it alone
+#   does not stabilize training; they blame an amplification effect. Takase et al.
+#   (arXiv 2206.00330) argue the opposite: that the vanishing gradient caused by
+#   Post-LN's norms is the main reason deep Post-LN models fail. Mix-LN (Li et al. 2024,
+#   arXiv 2412.13795) likewise describes Post-LN as starving its early layers of
+#   gradient. So "the gradient shrinks toward the bottom of a deep Post-LN stack" is
+#   reported by several papers; whether that is what makes Post-LN hard to train is
+#   disputed. The measurements below show what happens in this setting, at
 #   initialization.
 #
 # ## Settings
@@ -58,33 +60,37 @@
 # The picture depends on the setting (initialization, inputs, loss), so these follow the
 # setting of Xiong et al.'s analysis where they can:
 #
-# - `Stack(L, d_model=64, n_heads=4, d_ff=256, activation="relu")`, encoder layers (no causal
-#   mask), no dropout, $L \in \{6, 12, 18, 24\}$; `norm_position="post"` (no final norm) and
-#   `"pre"` (with its final norm, as `Stack` adds it).
-# - Every `nn.Linear` re-initialized with Xavier (Glorot) normal weights and zero biases,
-#   $W_q$, $W_k$, $W_v$ each as its own square matrix (`xavier_init_`); LayerNorm weight 1,
-#   bias 0. ReLU, as in the original Transformer's FFN (Vaswani et al. 2017, arXiv 1706.03762,
-#   §3.3).
+# - `Stack(L, d_model=64, n_heads=4, d_ff=256, activation="relu")`, encoder layers (no
+#   causal mask), no dropout, $L \in \{6, 12, 18, 24\}$; `norm_position="post"` (no
+#   final norm) and `"pre"` (with its final norm, as `Stack` adds it).
+# - Every `nn.Linear` re-initialized with Xavier (Glorot) normal weights and zero
+#   biases, $W_q$, $W_k$, $W_v$ each as its own square matrix, as the papers write them
+#   (`xavier_init_(stack, qkv="per_projection")` from `snippets/lm_experiment.py`; one
+#   Xavier init over the fused $3d \times d$ matrix would give them $\sqrt{2}$ smaller
+#   weights); LayerNorm weight 1, bias 0. ReLU, as in the original Transformer's FFN
+#   (Vaswani et al. 2017, arXiv 1706.03762, §3.3).
 # - Input: unit-variance Gaussian vectors, batch 8, sequence length 32.
-# - **Loss.** Main: a linear loss on random targets, $\mathcal{L} = \operatorname{mean}_t
-#   \langle y_t, \mathrm{out}_t\rangle$, $y_t \sim \mathcal{N}(0, I)$. Its gradient with respect
-#   to the stack's output is $y$ itself, whatever the stack computed, so every difference
-#   between depths and placements comes from how the stack carries that gradient down, which
-#   is what Theorem 1 is about. Check: a mean squared error through a fixed random read-out,
-#   $\operatorname{mean}(\mathrm{out}\,R - y)^2$ with $R \sim \mathcal{N}(0, 1/d)$, whose
-#   gradient also depends on the output.
-# - Seeds 0-9 (the model's init and the data), mean and standard deviation over seeds. The
-#   gradient is $\|\partial \mathcal{L}/\partial W^{2,l}\|_F$ of
+# - **Loss.** Main: a linear loss on random targets,
+#   $\mathcal{L} = \operatorname{mean}_t \langle y_t, \mathrm{out}_t\rangle$,
+#   $y_t \sim \mathcal{N}(0, I)$. Its gradient with respect to the stack's output is $y$
+#   itself, whatever the stack computed, so every difference between depths and
+#   placements comes from how the stack carries that gradient down, which is what
+#   Theorem 1 is about. Check: a mean squared error through a fixed random read-out,
+#   $\operatorname{mean}(\mathrm{out}\,R - y)^2$ with $R \sim \mathcal{N}(0, 1/d)$,
+#   whose gradient also depends on the output.
+# - Seeds 0-9 (the model's init and the data), mean and standard deviation over seeds.
+#   The gradient is $\|\partial \mathcal{L}/\partial W^{2,l}\|_F$ of
 #   `layers[l].mlp.sublayer.proj.weight`.
-# - One CPU thread (`torch.set_num_threads(1)`): these tensors are too small to gain from
-#   intra-op threads, and one thread keeps the build fast on a shared machine.
+# - One CPU thread (`torch.set_num_threads(1)`): these tensors are too small to gain
+#   from intra-op threads, and one thread keeps the build fast on a shared machine.
 
 # %%
 import matplotlib.pyplot as plt
 import torch
 from IPython.display import display
 
-from snippets.grad_norms import grad_norm_sweep, power_law_fit, xavier_init_
+from snippets.grad_norms import grad_norm_sweep, power_law_fit
+from snippets.lm_experiment import xavier_init_
 from snippets.transformer import Stack
 
 torch.set_num_threads(1)  # small tensors: threads cost more than they save
@@ -98,21 +104,31 @@ COLORS = {"post": "tab:red", "pre": "tab:blue"}
 
 def make_stack(position):
     def make(n_layers):
-        stack = Stack(n_layers, D_MODEL, N_HEADS, D_FF, norm_position=position, activation="relu")
-        return xavier_init_(stack)
+        stack = Stack(
+            n_layers,
+            D_MODEL,
+            N_HEADS,
+            D_FF,
+            norm_position=position,
+            activation="relu",
+        )
+        return xavier_init_(stack, qkv="per_projection")  # see Settings
 
     return make
 
 
-sweeps = {p: grad_norm_sweep(make_stack(p), DEPTHS, SEEDS, BATCH, SEQ_LEN) for p in NAMES}
+sweeps = {}
+for p in NAMES:
+    sweeps[p] = grad_norm_sweep(make_stack(p), DEPTHS, SEEDS, BATCH, SEQ_LEN)
 for p, name in NAMES.items():
-    print(f"{name}: final norm after the last layer: {make_stack(p)(2).norm_f is not None}")
+    has_final_norm = make_stack(p)(2).norm_f is not None
+    print(f"{name}: final norm after the last layer: {has_final_norm}")
 
 # %% [markdown]
 # ## Per-layer gradients (Figure 3 a, b)
 #
-# The gradient of $W^{2,l}$ for every layer $l$ of a 6-layer stack (the depth of Figure 3) and
-# of a 24-layer stack; the band is one standard deviation over the seeds.
+# The gradient of $W^{2,l}$ for every layer $l$ of a 6-layer stack (the depth of Figure
+# 3) and of a 24-layer stack; the band is one standard deviation over the seeds.
 
 
 # %%
@@ -140,21 +156,23 @@ print("last layer / first layer, mean gradient of W2 (linear loss)")
 for n_layers in (6, 24):
     for p, name in NAMES.items():
         mean, _ = per_layer(p, n_layers)
-        ratios[p, n_layers] = (mean[-1] / mean[0]).item()
-        trend = "grows" if ratios[p, n_layers] > 1 else "falls"
-        print(f"  {name:7s} L = {n_layers:2d}: {ratios[p, n_layers]:.2f}  ({trend} toward the top)")
+        ratio = ratios[p, n_layers] = (mean[-1] / mean[0]).item()
+        trend = "grows" if ratio > 1 else "falls"
+        print(f"  {name:7s} L = {n_layers:2d}: {ratio:.2f}  ({trend} toward the top)")
 
 # %% [markdown]
 # ## The last layer's gradient against depth (Figure 3 c, d)
 #
 # The gradient of the last layer's $W^{2,L}$ for each depth, with the two scalings of
-# Theorem 1 drawn through the first point: $c$ (flat) and $c\sqrt{6/L}$ ($\propto 1/\sqrt{L}$).
-# The exponent $p$ of a fit $c\,L^{p}$ comes with a 95% bootstrap interval over the seeds.
+# Theorem 1 drawn through the first point: $c$ (flat) and $c\sqrt{6/L}$
+# ($\propto 1/\sqrt{L}$). The exponent $p$ of a fit $c\,L^{p}$ comes with a 95%
+# bootstrap interval over the seeds.
 
 
 # %%
 def last_layer(p, loss="linear"):
-    return torch.stack([sweeps[p][n][loss][:, -1] for n in DEPTHS], dim=1)  # (seeds, depths)
+    last = [sweeps[p][n][loss][:, -1] for n in DEPTHS]
+    return torch.stack(last, dim=1)  # (seeds, depths)
 
 
 def verdict(lo, hi):
@@ -173,7 +191,8 @@ def depth_panel(ax, loss):
     for p, name in NAMES.items():
         g = last_layer(p, loss)
         mean, std = g.mean(0), g.std(0)
-        ax.errorbar(DEPTHS, mean, yerr=std, fmt="o-", color=COLORS[p], capsize=3, label=name)
+        style = dict(fmt="o-", color=COLORS[p], capsize=3, label=name)
+        ax.errorbar(DEPTHS, mean, yerr=std, **style)
         c = mean[0].item()
         ax.plot(DEPTHS, [c] * len(DEPTHS), ":", color=COLORS[p], lw=1)
         ax.plot(DEPTHS, c * (L[0] / L).sqrt(), "--", color=COLORS[p], lw=1)
@@ -194,7 +213,8 @@ def print_fits(fits, loss):
     print(f"exponent p of c * L^p, {loss} loss (Theorem 1: Post-LN 0, Pre-LN -0.5)")
     for p, name in NAMES.items():
         slope, lo, hi = fits[p]
-        print(f"  {name:7s} p = {slope:+.2f}  [{lo:+.2f}, {hi:+.2f}]  -> {verdict(lo, hi)}")
+        interval = f"[{lo:+.2f}, {hi:+.2f}]"
+        print(f"  {name:7s} p = {slope:+.2f}  {interval}  -> {verdict(lo, hi)}")
 
 
 fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
@@ -204,41 +224,53 @@ plt.show()
 
 print(" L   Post-LN          Pre-LN           Post-LN / Pre-LN")
 for i, n in enumerate(DEPTHS):
-    cells = [f"{last_layer(p)[:, i].mean():.3f} ± {last_layer(p)[:, i].std():.3f}" for p in NAMES]
-    post_over_pre = last_layer("post")[:, i].mean() / last_layer("pre")[:, i].mean()
+    grads = {p: last_layer(p)[:, i] for p in NAMES}
+    cells = [f"{grads[p].mean():.3f} ± {grads[p].std():.3f}" for p in NAMES]
+    post_over_pre = grads["post"].mean() / grads["pre"].mean()
     print(f"{n:2d}   " + "    ".join(cells) + f"    {post_over_pre:.2f}x")
-post_over_pre_L24 = (last_layer("post")[:, -1].mean() / last_layer("pre")[:, -1].mean()).item()
-pre_ratio = (last_layer("pre")[:, -1].mean() / last_layer("pre")[:, 0].mean()).item()
-print(f"Pre-LN, L = 24 vs L = 6: {pre_ratio:.2f}x (1/sqrt(L) predicts {(6 / 24) ** 0.5:.2f}x)")
+post_mean, pre_mean = last_layer("post").mean(0), last_layer("pre").mean(0)  # (depths,)
+post_over_pre_L24 = (post_mean[-1] / pre_mean[-1]).item()
+pre_ratio = (pre_mean[-1] / pre_mean[0]).item()
+predicted = (DEPTHS[0] / DEPTHS[-1]) ** 0.5
+print(
+    f"Pre-LN, L = 24 vs L = 6: {pre_ratio:.2f}x",
+    f"(1/sqrt(L) predicts {predicted:.2f}x)",
+)
 print_fits(fits, "linear")
 
 # %% [markdown]
 # ## The mechanism: the final norm
 #
-# Lemma 3 says the final norm divides what flows back by about $\mathrm{rms}(x_L)$, the root
-# mean square of its input. If that is the whole story, the Pre-LN gradient times
-# $\mathrm{rms}(x_L)$ stays constant as $L$ grows, while $\mathrm{rms}(x_L)$ itself grows.
-# In Post-LN the last layer's output is a LayerNorm output, of rms 1 at every depth.
+# Lemma 3 says the final norm divides what flows back by about $\mathrm{rms}(x_L)$, the
+# root mean square of its input. If that is the whole story, the Pre-LN gradient times
+# $\mathrm{rms}(x_L)$ stays constant as $L$ grows, while $\mathrm{rms}(x_L)$ itself
+# grows. In Post-LN the last layer's output is a LayerNorm output, of rms 1 at every
+# depth.
 
 # %%
 print(" L   Post-LN rms(x_L)   Pre-LN rms(x_L)   Pre-LN grad x rms(x_L)")
 for i, n in enumerate(DEPTHS):
     rms = {p: sweeps[p][n]["top_rms"] for p in NAMES}
     product = (last_layer("pre")[:, i] * rms["pre"]).mean()
-    print(f"{n:2d}   {rms['post'].mean():16.3f}   {rms['pre'].mean():15.3f}   {product:22.3f}")
-pre_rms = torch.stack([sweeps["pre"][n]["top_rms"] for n in DEPTHS], dim=1)  # (seeds, depths)
+    post_rms, pre_rms = rms["post"].mean(), rms["pre"].mean()
+    print(f"{n:2d}   {post_rms:16.3f}   {pre_rms:15.3f}   {product:22.3f}")
+pre_rms = [sweeps["pre"][n]["top_rms"] for n in DEPTHS]
+pre_rms = torch.stack(pre_rms, dim=1)  # (seeds, depths)
 q, q_lo, q_hi = power_law_fit(DEPTHS, pre_rms)
-print(f"Pre-LN rms(x_L) grows like L^q, q = {q:+.2f} [{q_lo:+.2f}, {q_hi:+.2f}] (sqrt(L): +0.50)")
-print(f"Pre-LN gradient exponent p = {fits['pre'][0]:+.2f}; p + q = {fits['pre'][0] + q:+.2f}")
+interval = f"[{q_lo:+.2f}, {q_hi:+.2f}]"
+print(f"Pre-LN rms(x_L) grows like L^q, q = {q:+.2f} {interval} (sqrt(L): +0.50)")
+p_pre = fits["pre"][0]
+print(f"Pre-LN gradient exponent p = {p_pre:+.2f}; p + q = {p_pre + q:+.2f}")
 
 # %% [markdown]
 # ## A loss whose gradient depends on the output
 #
 # The same sweep with the mean-squared-error loss. Part of its gradient,
-# $2\,\mathrm{out}\,R R^\top / n$, depends on what the stack outputs, so it also depends on how
-# alike the output tokens are: when the tokens of a sequence point the same way, that part adds
-# up over tokens in $\sum_t g_t h_t^\top$ instead of cancelling. The table prints the mean
-# cosine similarity between two tokens of the same sequence in $x_L$.
+# $2\,\mathrm{out}\,R R^\top / n$, depends on what the stack outputs, so it also depends
+# on how alike the output tokens are: when the tokens of a sequence point the same way,
+# that part adds up over tokens in $\sum_t g_t h_t^\top$ instead of cancelling. The
+# table prints the mean cosine similarity between two tokens of the same sequence in
+# $x_L$.
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
@@ -249,58 +281,64 @@ print_fits(fits_mse, "mse")
 print("\nmean cosine similarity of two tokens of a sequence in x_L")
 print(" L   " + "   ".join(f"{name:>7s}" for name in NAMES.values()))
 for n in DEPTHS:
-    print(f"{n:2d}   " + "   ".join(f"{sweeps[p][n]['top_cos'].mean():7.3f}" for p in NAMES))
+    cos = [sweeps[p][n]["top_cos"].mean() for p in NAMES]
+    print(f"{n:2d}   " + "   ".join(f"{c:7.3f}" for c in cos))
 
 # %% [markdown]
 # ## What we saw
 #
 # The verdict lines above are computed from the fits; read with them:
 #
-# - **Theorem 1 holds in this setting, with the linear loss.** Post-LN's last-layer gradient
-#   does not change with depth, and it is larger than Pre-LN's at every depth, by a factor
-#   that grows with $L$. Pre-LN's falls with depth, a little faster than $1/\sqrt{L}$ over 6
-#   to 24 layers. The mechanism table shows why: the gradient times $\mathrm{rms}(x_L)$ stays
-#   about constant, so the gradient follows $1/\mathrm{rms}(x_L)$ (Lemma 3), and $x_L$ grows a
-#   little faster than $\sqrt{L}$ in this stack ($q$ above; the
-#   [depth experiment](../depth/) shows the stream layer by layer). Theorem 1's $1/\sqrt{L}$
-#   is the case where $\mathbb{E}\|x_L\|^2$ grows linearly (Lemma 2).
-# - **Figure 3 (a, b) is not reproduced here.** In Xiong et al.'s measurement the Post-LN
-#   per-layer gradient grows toward the top and Pre-LN's is almost flat. Here Post-LN's is
-#   roughly level across layers, slightly lower at the top (ratios above), and Pre-LN's falls
-#   steeply toward the top: its lower layers receive the identity path plus the contribution
-#   of every branch above them. Xiong et al. measured a 6-6 encoder-decoder on a translation
-#   task; random inputs and random targets on an encoder stack are a different setting, and
-#   this page does not tell which difference matters.
-# - **No vanishing gradient at these depths, in this setting.** The source articles' claim
-#   that Post-LN's gradient vanishes on the way down does not show at 24 layers at
-#   initialization here: the first layer's gradient is of the same order as the last
-#   layer's, in both placements. This does not contradict the papers above: Xiong et al.'s
-#   Figure 3 measures a 6-6 encoder-decoder on translation data (see the bullet above), Admin
-#   finds the vanishing in decoders, and Admin and Mix-LN look at models during training,
-#   not only at initialization; random inputs on an encoder stack are none of these.
-# - **The loss matters.** With the mean squared error, Post-LN's last-layer gradient grows
-#   with depth and Pre-LN's falls more slowly than $1/\sqrt{L}$. The cosine table shows the
-#   reason: with depth the tokens of a sequence become nearly identical (more so in Post-LN),
-#   so the output-dependent part of the gradient adds up over tokens. This is rank collapse:
-#   Dong et al. 2021 (arXiv 2103.03404) prove it for attention without skip connections, and
-#   Noci et al. 2022 (arXiv 2206.03126) show the tokens of Post-LN Transformers aligning more
-#   as depth grows, at initialization, which they find can inhibit training. Theorem 1 is
-#   about how a stack carries a given output gradient down, which the linear loss isolates.
+# - **Theorem 1 holds in this setting, with the linear loss.** Post-LN's last-layer
+#   gradient does not change with depth, and it is larger than Pre-LN's at every depth,
+#   by a factor that grows with $L$. Pre-LN's falls with depth, a little faster than
+#   $1/\sqrt{L}$ over 6 to 24 layers. The mechanism table shows why: the gradient times
+#   $\mathrm{rms}(x_L)$ stays about constant, so the gradient follows
+#   $1/\mathrm{rms}(x_L)$ (Lemma 3), and $x_L$ grows a little faster than $\sqrt{L}$ in
+#   this stack ($q$ above; the [depth experiment](../depth/) shows the stream layer by
+#   layer). Theorem 1's $1/\sqrt{L}$ is the case where $\mathbb{E}\|x_L\|^2$ grows
+#   linearly (Lemma 2).
+# - **Figure 3 (a, b) is not reproduced here.** In Xiong et al.'s measurement the
+#   Post-LN per-layer gradient grows toward the top and Pre-LN's is almost flat. Here
+#   Post-LN's is roughly level across layers, slightly lower at the top (ratios above),
+#   and Pre-LN's falls steeply toward the top: its lower layers receive the identity
+#   path plus the contribution of every branch above them. Xiong et al. measured a 6-6
+#   encoder-decoder on a translation task; random inputs and random targets on an
+#   encoder stack are a different setting, and this page does not tell which difference
+#   matters.
+# - **No vanishing gradient at these depths, in this setting.** The source articles'
+#   claim that Post-LN's gradient vanishes on the way down does not show at 24 layers at
+#   initialization here: in neither placement is the first layer's gradient smaller than
+#   the last layer's (ratios above). This does not contradict the papers above: Xiong et
+#   al.'s Figure 3 measures a 6-6 encoder-decoder on translation data (see the bullet
+#   above), Admin finds the vanishing in decoders, and Admin and Mix-LN look at models
+#   during training, not only at initialization; random inputs on an encoder stack are
+#   none of these.
+# - **The loss matters.** With the mean squared error, Post-LN's last-layer gradient
+#   grows with depth and Pre-LN's falls more slowly than $1/\sqrt{L}$. The cosine table
+#   shows the reason: with depth the tokens of a sequence become nearly identical (more
+#   so in Post-LN), so the output-dependent part of the gradient adds up over tokens.
+#   This is rank collapse: Dong et al. 2021 (arXiv 2103.03404) prove it for attention
+#   without skip connections, and Noci et al. 2022 (arXiv 2206.03126) show the tokens of
+#   Post-LN Transformers aligning more as depth grows, at initialization, which they
+#   find can inhibit training. Theorem 1 is about how a stack carries a given output
+#   gradient down, which the linear loss isolates.
 #
 # ## Sources
 #
 # - Xiong et al. 2020, *On Layer Normalization in the Transformer Architecture*,
 #   arXiv 2002.04745: §3.3 (Lemma 2, Lemma 3, Theorem 1), §3.4 (Figure 3).
-# - Liu et al. 2020 (Admin), arXiv 2004.08249, §3 (gradient vanishing in Post-LN decoders).
-# - Takase et al. 2023, *On Layer Normalizations and Residual Connections in Transformers*,
-#   arXiv 2206.00330.
+# - Liu et al. 2020 (Admin), arXiv 2004.08249, §3 (gradient vanishing in Post-LN
+#   decoders).
+# - Takase et al. 2023, *On Layer Normalizations and Residual Connections in
+#   Transformers*, arXiv 2206.00330.
 # - Li, Yin, Liu 2024 (Mix-LN), arXiv 2412.13795.
 # - Vaswani et al. 2017, arXiv 1706.03762, §3.3 (the ReLU feed-forward network).
-# - Glorot & Bengio 2010, *Understanding the difficulty of training deep feedforward neural
-#   networks* (Xavier initialization); PyTorch `torch.nn.init.xavier_normal_`.
+# - Glorot & Bengio 2010, *Understanding the difficulty of training deep feedforward
+#   neural networks* (Xavier initialization); PyTorch `torch.nn.init.xavier_normal_`.
 # - Dong, Cordonnier, Loukas 2021, arXiv 2103.03404; Noci et al. 2022, arXiv 2206.03126.
-# - Code: `snippets/grad_norms.py` (the probe, with its tests)
-#   and `snippets/transformer.py` (`Stack`).
+# - Code: `snippets/grad_norms.py` (the probe), `snippets/lm_experiment.py`
+#   (`xavier_init_`) and `snippets/transformer.py` (`Stack`), each with its tests.
 
 # %%
 results = {

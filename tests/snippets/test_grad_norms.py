@@ -1,8 +1,6 @@
-"""snippets/grad_norms.py: Xavier init, the W^{2,l} gradient probe, the power-law fit."""
+"""snippets/grad_norms.py: the W^{2,l} gradient probe, the sweep, the power-law fit."""
 
 from __future__ import annotations
-
-import math
 
 import pytest
 import torch
@@ -17,11 +15,12 @@ from snippets.grad_norms import (
     mse_loss,
     power_law_fit,
     w2_grad_norms,
-    xavier_init_,
 )
+from snippets.lm_experiment import xavier_init_
 from snippets.transformer import Stack, from_torch_encoder_layer
 
 D, H, FF = 16, 4, 64
+QKV = "per_projection"  # the init of Xiong et al.'s analysis
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -39,49 +38,13 @@ def torch_layers(
     ]
 
 
-# --- xavier_init_ -------------------------------------------------------------------
-
-
-def test_xavier_init_gives_each_matrix_its_own_xavier_std():
-    torch.manual_seed(0)
-    stack = Stack(2, 256, 4, 1024, norm_position="pre")
-    with torch.no_grad():
-        for p in stack.parameters():
-            p.fill_(3.0)  # so anything left untouched shows
-    assert xavier_init_(stack) is stack
-    for layer in stack.layers:
-        qkv = layer.attn.sublayer.qkv.weight
-        for block in qkv.split(256):  # W_q, W_k, W_v: square, std sqrt(2 / (256 + 256))
-            assert block.std().item() == pytest.approx(math.sqrt(2 / 512), rel=0.02)
-        fc, proj = layer.mlp.sublayer.fc.weight, layer.mlp.sublayer.proj.weight
-        assert fc.std().item() == pytest.approx(math.sqrt(2 / 1280), rel=0.02)
-        assert proj.std().item() == pytest.approx(math.sqrt(2 / 1280), rel=0.02)
-        assert layer.attn.sublayer.qkv.bias.abs().max() == 0
-        assert layer.mlp.sublayer.proj.bias.abs().max() == 0
-        # norms are left alone
-        assert torch.equal(layer.attn.norm_in.weight, torch.full((256,), 3.0))
-
-
-def test_xavier_init_splits_pytorch_in_proj_into_three_blocks():
-    torch.manual_seed(0)
-    layer = xavier_init_(nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True))
-    for block in layer.self_attn.in_proj_weight.detach().split(256):
-        assert block.std().item() == pytest.approx(math.sqrt(2 / 512), rel=0.02)
-    assert layer.self_attn.in_proj_bias.abs().max() == 0
-
-
-def test_xavier_init_rejects_a_non_module():
-    with pytest.raises(TypeError, match=r"expects an nn\.Module, got Tensor"):
-        xavier_init_(torch.zeros(3, 3))
-
-
 # --- the probe against PyTorch's own layers --------------------------------------------
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_w2_grad_norms_match_pytorch_encoder_layers(norm_first, device):
     """Same weights in the handbook's Stack and in nn.TransformerEncoderLayer: same gradients."""
-    ref_layers = [xavier_init_(layer) for layer in torch_layers(3, norm_first)]
+    ref_layers = [xavier_init_(layer, qkv=QKV) for layer in torch_layers(3, norm_first)]
     ref_norm = nn.LayerNorm(D) if norm_first else None
     stack = Stack(3, D, H, FF, norm_position="pre" if norm_first else "post", activation="relu")
     stack.layers = nn.ModuleList(from_torch_encoder_layer(layer) for layer in ref_layers)
@@ -110,7 +73,7 @@ def test_w2_grad_norms_match_pytorch_encoder_layers(norm_first, device):
 
 def test_w2_grad_norms_computes_every_loss_from_one_forward_pass(device):
     torch.manual_seed(0)
-    stack = xavier_init_(Stack(2, D, H, FF, norm_position="pre")).to(device)
+    stack = xavier_init_(Stack(2, D, H, FF, norm_position="pre"), qkv=QKV).to(device)
     x = torch.randn(3, 4, D, device=device)
     y = torch.randn(3, 4, D, device=device)
     probe = w2_grad_norms(
@@ -170,7 +133,7 @@ def test_final_norm_is_found_in_both_layouts():
 
 
 def make_pre(n_layers):
-    return xavier_init_(Stack(n_layers, D, H, FF, norm_position="pre", activation="relu"))
+    return xavier_init_(Stack(n_layers, D, H, FF, norm_position="pre", activation="relu"), qkv=QKV)
 
 
 def test_sweep_shapes_and_determinism():
@@ -194,7 +157,7 @@ def test_pre_ln_last_layer_gradient_shrinks_with_depth_as_the_stream_grows():
 
 
 def test_post_ln_last_layer_output_has_unit_rms():
-    make_post = lambda n: xavier_init_(Stack(n, D, H, FF, norm_position="post"))  # noqa: E731
+    make_post = lambda n: xavier_init_(Stack(n, D, H, FF, norm_position="post"), qkv=QKV)  # noqa: E731
     sweep = grad_norm_sweep(make_post, [3], seeds=[0], batch_size=2, seq_len=4)
     assert sweep[3]["top_rms"].item() == pytest.approx(1.0, abs=1e-3)
 
