@@ -409,6 +409,10 @@ results["post_last_sq_norm"] = results[f"post_stream_sq_norm_L{N_LAYERS}"]
 for p in PLACEMENTS:
     results[f"{p}_48_loss"] = results[f"final_loss_{p}_L48"]
 results["rezero_48_max_alpha"] = f"{rezero_alpha[48]:.3f}"
+results["unigram_loss"] = f"{base['unigram']:.2f}"
+results["optimal_loss"] = f"{base['optimal']:.2f}"
+for p in PLACEMENTS:
+    results[f"{p}_48_verdict"] = verdicts[p, 48]
 display(
     {
         "application/vnd.resnorm.results+json": results,
