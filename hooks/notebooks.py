@@ -35,6 +35,7 @@ import re
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
@@ -42,6 +43,10 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import Files
 
 log = logging.getLogger("mkdocs.hooks.notebooks")
+# mkdocs-jupyter logs three INFO lines per notebook page (converting, its own cache,
+# the copied .ipynb); this hook reports what matters, so keep only its warnings.
+for _name in ("mkdocs.plugins.mkdocs_jupyter", "mkdocs.mkdocs-jupyter"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 CACHE = Path(".cache/notebooks")
 NOTEBOOK_GLOBS = ("notebooks/*.py", "experiments/*.py")
@@ -277,6 +282,12 @@ def execute(notebook: Path, root: Path, target: Path) -> float:
             allow_errors=False,  # a cell tagged raises-exception may still fail on purpose
             resources={"metadata": {"path": scratch}},
         )
+        if os.name == "posix":
+            # Kernel and client talk over Unix sockets in the scratch directory, not
+            # over TCP on localhost (which ipykernel warns about, once per notebook).
+            client.km = client.create_kernel_manager()
+            client.km.transport = "ipc"
+            client.km.ip = os.path.join(scratch, "kernel")
         start = time.perf_counter()
         try:
             client.execute(env=env, cwd=scratch)
@@ -284,7 +295,7 @@ def execute(notebook: Path, root: Path, target: Path) -> float:
             raise PluginError(f"notebook {notebook} failed:\n{err}") from None
         seconds = time.perf_counter() - start
     shrink_plots(nb)
-    nb.metadata["resnorm"] = {"execution_seconds": round(seconds, 2)}
+    nb.metadata.setdefault("resnorm", {})["execution_seconds"] = round(seconds, 2)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".tmp")
     nbformat.write(nb, tmp)
@@ -320,22 +331,72 @@ def shrink_plots(nb) -> None:
 
 
 @event_priority(-50)  # after mkdocs-jupyter has wrapped the notebook files
+def runs_alone(notebook: Path) -> bool:
+    """A notebook whose header says ``resnorm: {runs_alone: ...}`` (it times code) gets
+    the machine to itself: no other notebook executes while it runs."""
+    import jupytext
+
+    meta = jupytext.read(notebook).metadata.get("resnorm", {})
+    return bool(meta.get("runs_alone"))
+
+
+def notebook_jobs() -> int:
+    """How many notebooks execute at once: RESNORM_NOTEBOOK_JOBS, or one per core."""
+    value = os.environ.get("RESNORM_NOTEBOOK_JOBS", "")
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise PluginError(f"RESNORM_NOTEBOOK_JOBS must be a positive integer, got {value!r}")
+        return int(value)
+    return os.cpu_count() or 1
+
+
+def execute_all(pending: list[tuple[str, Path, Path]], root: Path, jobs: int) -> None:
+    """Execute the (name, source, target) notebooks: up to ``jobs`` at a time, then, one
+    by one on an otherwise idle machine, those that run alone. Logs one line each."""
+    alone = [p for p in pending if runs_alone(p[1])]
+    shared = [p for p in pending if p not in alone]
+    names = ", ".join(name for name, _, _ in alone)
+    log.info(
+        "executing %d notebook(s), %d at a time%s; this happens on the first build and "
+        "again only for notebooks whose code changed",
+        len(pending),
+        min(jobs, max(len(shared), 1)),
+        f", then {names} alone (it times code)" if alone else "",
+    )
+    done = 0
+
+    def report(name: str, seconds: float) -> None:
+        nonlocal done
+        done += 1
+        log.info("executed %s in %.1f s (%d of %d)", name, seconds, done, len(pending))
+
+    if shared:
+        with ThreadPoolExecutor(max_workers=min(jobs, len(shared))) as pool:
+            futures = {pool.submit(execute, src, root, dst): name for name, src, dst in shared}
+            for future in as_completed(futures):
+                report(futures[future], future.result())  # a failure stops the build
+    for name, src, dst in alone:
+        report(name, execute(src, root, dst))
+
+
+@event_priority(-50)  # after mkdocs-jupyter has wrapped the notebook files
 def on_files(files: Files, config) -> Files:
     root = ROOT
     _used.clear()
     _results.clear()
     _classes.clear()
+    notebooks, pending = [], []
     for file in list(files):
         if not is_notebook(file.src_uri):
             continue
         source = Path(file.abs_src_path)
-        key = cache_key(source, root)
-        executed = root / CACHE / key / (source.stem + ".ipynb")
-        if executed.is_file():
-            log.info("notebook cache hit: %s", file.src_uri)
-        else:
-            seconds = execute(source, root, executed)
-            log.info("executed %s in %.1f s", file.src_uri, seconds)
+        executed = root / CACHE / cache_key(source, root) / (source.stem + ".ipynb")
+        notebooks.append((file, source, executed))
+        if not executed.is_file():
+            pending.append((file.src_uri, source, executed))
+    if pending:
+        execute_all(pending, root, notebook_jobs())
+    for file, source, executed in notebooks:
         _used[executed.name] = executed.parent
         _results[source.stem] = published_results(executed)
         # Set on the file object mkdocs-jupyter made (its wrapper), which reads the

@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
@@ -320,3 +321,69 @@ def test_downloaded_notebook_runs_in_an_empty_directory(reader_runs: dict, stem:
     assert proc.returncode == 0, f"jupyter nbconvert --execute failed:\n{proc.stderr[-4000:]}"
     ran = nbformat.read(where / "d" / "ran.ipynb", as_version=4)
     assert all(c.execution_count for c in ran.cells if c.cell_type == "code")
+
+
+# --- Executing notebooks in parallel -------------------------------------------------------
+
+TIMED_NOTEBOOK = """{header}# %% [markdown]
+# # {name} ({mode})
+
+# %%
+import json
+import time
+
+import torch
+
+START = time.time()
+torch.manual_seed({seed})
+print(torch.randn(3).tolist())
+
+# %%
+time.sleep(1.0)
+print(json.dumps({{"start": START, "end": time.time()}}))
+"""
+ALONE_HEADER = "# ---\n# jupyter:\n#   resnorm:\n#     runs_alone: it times code\n# ---\n\n"
+
+
+def _timed_build(tmp_path: Path, mode: str, jobs: int, monkeypatch) -> tuple[dict, str]:
+    from tests.test_site import _build
+
+    pages = {"index.md": "# Home\n"}
+    for name, seed, header in (("pa", 1, ""), ("pb", 2, ""), ("alone", 3, ALONE_HEADER)):
+        # a new title each run, so that the notebook cache cannot answer for the build
+        title = f"{mode} {time.time_ns()}"
+        text = TIMED_NOTEBOOK.format(header=header, name=name, mode=title, seed=seed)
+        pages[f"notebooks/{name}.py"] = text
+    monkeypatch.setenv("RESNORM_NOTEBOOK_JOBS", str(jobs))
+    proc = _build(tmp_path / mode, pages)
+    assert proc.returncode == 0, proc.stderr
+    runs = {}
+    for name in ("pa", "pb", "alone"):
+        nb = nbformat.read(tmp_path / mode / "site/notebooks" / name / f"{name}.ipynb", 4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        runs[name] = {
+            "code": [c.source for c in code],
+            "values": stdout_of(code[0]),
+            "span": json.loads(stdout_of(code[1])),
+        }
+    return runs, proc.stderr
+
+
+def test_parallel_build_matches_serial_and_leaves_timing_notebooks_alone(tmp_path, monkeypatch):
+    serial, _ = _timed_build(tmp_path, "serial", 1, monkeypatch)
+    parallel, log = _timed_build(tmp_path, "parallel", 2, monkeypatch)
+    for name in serial:  # the same cells and the same (non-timing) outputs
+        assert parallel[name]["code"] == serial[name]["code"]
+        assert parallel[name]["values"] == serial[name]["values"]
+
+    def overlap(a: str, b: str) -> bool:
+        x, y = parallel[a]["span"], parallel[b]["span"]
+        return x["start"] < y["end"] and y["start"] < x["end"]
+
+    assert overlap("pa", "pb"), "two notebooks ran at once"
+    assert not overlap("alone", "pa") and not overlap("alone", "pb"), "it ran alone"
+    # one line saying what happens, one per notebook; no kernel or cache chatter
+    assert log.count("executing 3 notebook(s), 2 at a time, then notebooks/alone.py alone") == 1
+    assert len(re.findall(r"executed notebooks/\w+\.py in [\d.]+ s \(\d of 3\)", log)) == 3
+    for noise in ("without encryption", "Converting notebook", "Cache miss", "Copied jupyter"):
+        assert noise not in log
