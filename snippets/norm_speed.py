@@ -64,15 +64,19 @@ def median_time(fn, *, warmup: int = 2, repeats: int = 5, number: int = 1, devic
     return statistics.median(samples)
 
 
-def interleaved_times(calls, *, repeats: int = 7, number: int = 1, device="cpu", seed=0) -> dict:
+def interleaved_times(
+    calls, *, repeats: int = 7, number: int = 1, best_of: int = 1, device="cpu", seed=0
+) -> dict:
     """{name: [seconds per call, one per round]} for a dict {name: no-argument callable}.
 
-    Round-robin: a round times one sample (`number` back-to-back calls) of every callable,
-    in a fresh random order (seeded), and `repeats` rounds are run. A burst of background load
-    then falls on all of them alike, instead of on whichever was being timed at that moment.
-    No warmup: make each first call (compile, allocate) before.
+    Round-robin: a round times one sample of every callable, in a fresh random order (seeded),
+    and `repeats` rounds are run. A burst of background load then falls on all of them alike,
+    instead of on whichever was being timed at that moment. A sample is the fastest of
+    `best_of` back-to-back timings of `number` calls each: a call that other work interrupted
+    is then kept only if every try was interrupted. No warmup: make each first call (compile,
+    allocate) before.
     """
-    for name, value in (("repeats", repeats), ("number", number)):
+    for name, value in (("repeats", repeats), ("number", number), ("best_of", best_of)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an int >= 1, got {value!r}")
     if not isinstance(calls, dict) or not calls:
@@ -86,12 +90,14 @@ def interleaved_times(calls, *, repeats: int = 7, number: int = 1, device="cpu",
     for _ in range(repeats):
         rng.shuffle(order)
         for name in order:
-            fn = calls[name]
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            synchronize(device)
-            samples[name].append((time.perf_counter() - start) / number)
+            fn, tries = calls[name], []
+            for _ in range(best_of):
+                start = time.perf_counter()
+                for _ in range(number):
+                    fn()
+                synchronize(device)
+                tries.append((time.perf_counter() - start) / number)
+            samples[name].append(min(tries))
     return samples
 
 
@@ -394,14 +400,19 @@ def norm_variants(
     return variants
 
 
-def norm_call(fn, x, params, *, passes="forward"):
+def norm_call(fn, x, params, *, passes="forward", grad_y=None):
     """A no-argument function doing one call: fn(x) without autograd, or fn(x) and its backward.
 
     The backward asks for the gradients of x and of every parameter (what training needs),
-    through torch.autograd.grad, so nothing accumulates into .grad between calls.
+    through torch.autograd.grad, so nothing accumulates into .grad between calls. grad_y is
+    the upstream gradient (default cos(x)); pass one tensor to every call that is raced, so
+    that they all read the same memory.
     """
     if passes not in PASSES:
         raise ValueError(f"passes must be one of {PASSES}, got {passes!r}")
+    if grad_y is not None and (not torch.is_tensor(grad_y) or grad_y.shape != x.shape):
+        got = tuple(grad_y.shape) if torch.is_tensor(grad_y) else type(grad_y).__name__
+        raise ValueError(f"grad_y must be a tensor of x's shape {tuple(x.shape)}, got {got}")
     if passes == "forward":
 
         def call():
@@ -411,7 +422,8 @@ def norm_call(fn, x, params, *, passes="forward"):
         return call
     x = x.detach().requires_grad_()  # the caller's tensor is left alone
     inputs = (x, *params)
-    grad_y = torch.cos(x.detach())  # any fixed, non-trivial upstream gradient
+    if grad_y is None:
+        grad_y = torch.cos(x.detach())  # any fixed, non-trivial upstream gradient
 
     def call():
         return torch.autograd.grad(fn(x), inputs, grad_y)
@@ -507,6 +519,7 @@ def benchmark(
     number=1,
     min_sample_s=0.0,
     max_number=10,
+    best_of=1,
     seed=0,
 ):
     """Time every (norm, implementation, pass) on every (rows, hidden); returns the results table.
@@ -518,11 +531,12 @@ def benchmark(
     only:     what to time, as implementation names or (norm, implementation) pairs
               (default: everything `variants` returns).
     At each size, every call first runs once, timed apart (the warmup; it compiles a
-    torch.compile variant), then interleaved_times takes `repeats` samples of `number` calls
-    of each, round-robin, together with a copy into an existing tensor (the ceiling) and into
-    a new one (clone) of as many elements as x. With min_sample_s > 0, `number` is chosen per
-    size instead: enough calls (at most max_number) that a sample lasts about min_sample_s if
-    a call took as long as one copy of x, so that short calls are not timed one by one.
+    torch.compile variant), then interleaved_times takes `repeats` samples (each the fastest
+    of `best_of` timings of `number` calls) of each, round-robin, together with a copy into an
+    existing tensor (the ceiling) and into a new one (clone) of as many elements as x. With
+    min_sample_s > 0, `number` is chosen per size instead: enough calls (at most max_number)
+    that a sample lasts about min_sample_s if a call took as long as one copy of x, so that
+    short calls are not timed one by one.
     Returns (table, failures): table is a list of dicts with keys norm, impl, rows, hidden,
     passes, number, samples (seconds per call, one per round), seconds (their median), bytes,
     gbps, copy_bytes, copy_samples, copy_gbps, clone_samples, clone_gbps, pct_of_copy (from the
@@ -546,7 +560,7 @@ def benchmark(
                 x.numel(), device=device, dtype=dtype, warmup=1, repeats=1
             )
             n = min(max_number, max(1, math.ceil(min_sample_s / one_copy_s)))
-        dst = torch.empty_like(x)
+        dst, grad_y = torch.empty_like(x), torch.cos(x)  # one upstream gradient for all
         calls = {"copy": lambda x=x, dst=dst: dst.copy_(x), "clone": x.clone}
         first = {}
         for norm in NORMS:
@@ -560,7 +574,7 @@ def benchmark(
                 for p in passes:
                     if (norm, impl) in failures:
                         break
-                    call = norm_call(fn, x, params, passes=p)
+                    call = norm_call(fn, x, params, passes=p, grad_y=grad_y)
                     start = time.perf_counter()
                     try:
                         call()
@@ -571,7 +585,9 @@ def benchmark(
                     first[(norm, impl, p)] = time.perf_counter() - start
                     calls[(norm, impl, p)] = call
         calls["copy"](), calls["clone"]()  # their first calls
-        samples = interleaved_times(calls, repeats=repeats, number=n, device=device, seed=seed)
+        samples = interleaved_times(
+            calls, repeats=repeats, number=n, best_of=best_of, device=device, seed=seed
+        )
         copy_s = statistics.median(samples["copy"])
         clone_s = statistics.median(samples["clone"])
         for (norm, impl, p), first_s in first.items():

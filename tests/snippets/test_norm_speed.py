@@ -11,6 +11,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -156,9 +157,22 @@ def test_interleaved_times_round_robin_in_a_seeded_random_order():
     assert [tuple(r[::2]) for r in (log[i : i + 8] for i in range(0, 40, 8))] == orders
 
 
+def test_interleaved_times_keeps_the_fastest_of_best_of_tries():
+    log, delays = [], iter([0.03, 0.001, 0.02] * 2)  # per try: slow, fast, slow
+
+    def call():
+        log.append(1)
+        time.sleep(next(delays))
+
+    samples = interleaved_times({"a": call}, repeats=2, best_of=3)["a"]
+    assert len(log) == 6 and len(samples) == 2
+    assert all(0.001 <= t < 0.02 for t in samples)  # the fast try of each round
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
+        ({"best_of": 0}, ValueError, "best_of must be an int >= 1, got 0"),
         ({"calls": {}}, ValueError, "calls must be a non-empty dict of callables"),
         ({"calls": [print]}, ValueError, "calls must be a non-empty dict of callables"),
         ({"calls": {"a": 3}}, TypeError, r"calls\['a'\] must be callable, got int"),
@@ -399,6 +413,24 @@ def test_norm_call_returns_the_output_or_the_gradients():
     assert not y.requires_grad and y.shape == x.shape
     grads = norm_call(variants["nn"], x, params, passes="forward+backward")()
     assert [g.shape for g in grads] == [x.shape, params[0].shape]
+    # the default upstream gradient is cos(x); another one changes the gradients accordingly
+    same = norm_call(variants["nn"], x, params, passes="forward+backward", grad_y=torch.cos(x))()
+    doubled = norm_call(variants["nn"], x, params, passes=PASSES[1], grad_y=2 * torch.cos(x))()
+    for g, s, d in zip(grads, same, doubled, strict=True):
+        torch.testing.assert_close(s, g)
+        torch.testing.assert_close(d, 2 * g)
+
+
+@pytest.mark.parametrize(
+    ("grad_y", "match"),
+    [
+        (torch.ones(4, 3), r"grad_y must be a tensor of x's shape \(3, 4\), got \(4, 3\)"),
+        ([[1.0] * 4] * 3, r"grad_y must be a tensor of x's shape \(3, 4\), got list"),
+    ],
+)
+def test_norm_call_rejects_a_grad_y_unlike_x(grad_y, match):
+    with pytest.raises(ValueError, match=match):
+        norm_call(torch.relu, torch.ones(3, 4), [], passes="forward+backward", grad_y=grad_y)
 
 
 # --- what eager implementations run ----------------------------------------------------
@@ -479,11 +511,11 @@ def test_benchmark_interleaves_every_call_of_a_size():
             out[impl] = lambda x, impl=impl, fn=out[impl]: (log.append((norm, impl)), fn(x))[1]
         return out
 
-    benchmark([(2, 8)], variants, passes=("forward",), repeats=4)
+    benchmark([(2, 8)], variants, passes=("forward",), repeats=4, best_of=2)
     first, timed = log[:4], log[4:]
     assert sorted(first) == sorted((n, i) for n in NORMS for i in ("scratch", "F"))
-    rounds = [timed[i : i + 4] for i in range(0, len(timed), 4)]
-    assert len(rounds) == 4 and all(sorted(r) == sorted(first) for r in rounds)
+    rounds = [timed[i : i + 8] for i in range(0, len(timed), 8)]  # 4 calls, 2 tries each
+    assert len(rounds) == 4 and all(sorted(r) == sorted(first * 2) for r in rounds)
 
 
 def test_benchmark_chooses_calls_per_sample_from_a_copy():
