@@ -18,7 +18,9 @@
 # intermediate vector as bars. One of the articles this handbook started from
 # offers the same picture for Pre-Norm and Post-Norm as an interactive app; here it
 # is static, with one sublayer $F$ shared by all three placements and with each
-# stage's mean and standard deviation printed next to it.
+# stage's mean and standard deviation printed next to it. The
+# [interactive version](../vector_widget/) runs in the browser, with this $F$ at
+# $d = 8$, five placements and a vector of your own.
 #
 # ## What we expected
 #
