@@ -144,7 +144,8 @@ def plot_stages(results: dict[str, dict[str, torch.Tensor]], figsize=None):
 
 
 # --8<-- [start:widget]
-# The interactive page: five placements, s scaling the sublayer's output F(.) in each.
+# The interactive page: five placements, s scaling the sublayer's output F(.) in each
+# (N is the norm; the page's controls show these formulas).
 WIDGET_PLACEMENTS = ("post", "pre", "sandwich", "output", "none")
 WIDGET_FORMULAS = {
     "post": "N(x + s·F(x))",
@@ -215,8 +216,12 @@ def _widget_sublayer(weights: dict, d: int) -> tuple[torch.Tensor, ...]:
     if entry is None:
         have = sorted(int(k) for k in weights["ffn"])
         raise ValueError(f"weights have no sublayer for d = {d}; they have d in {have}")
-    shapes = {"fc.weight": (4 * d, d), "fc.bias": (4 * d,), "proj.weight": (d, 4 * d)}
-    shapes["proj.bias"] = (d,)
+    shapes = {
+        "fc.weight": (4 * d, d),
+        "fc.bias": (4 * d,),
+        "proj.weight": (d, 4 * d),
+        "proj.bias": (d,),
+    }
     out = []
     for name, shape in shapes.items():
         values = entry.get(name)
