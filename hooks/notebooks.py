@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import tempfile
+import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -221,11 +222,16 @@ def inline_snippets(nb, root: Path) -> list[str]:
             elif imported_modules.index(parts[1]) > 0:  # keep the order of first use
                 imported_modules.remove(parts[1])
                 imported_modules.insert(0, parts[1])
-            imported = ", ".join(a.name for a in node.names)
             first, last = node.lineno - 1, node.end_lineno - 1
-            lines[first : last + 1] = [
-                f"# {imported}: from snippets/{parts[1]}.py, in the first cells of this notebook"
-            ]
+            lines[first : last + 1] = textwrap.wrap(
+                ", ".join(a.name for a in node.names),
+                width=88,
+                initial_indent=f"# from snippets/{parts[1]}.py, in the first cells of this "
+                "notebook: ",
+                subsequent_indent="#   ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
         cell.source = "\n".join(lines)
         notebook_names |= _stored_names(ast.parse(cell.source))
         modules += [m for m in imported_modules if m not in modules]
@@ -458,7 +464,7 @@ def collapse_snippet_cells(html: str) -> str:
         label = f"snippets/{name.group(1)}.py" if name else "snippet"
         out.append(html[pos : match.start()])
         out.append(
-            f'<details class="rn-snippet-cell"><summary>Code this notebook imports: '
+            f'<details class="info rn-snippet-cell"><summary>Code this notebook imports: '
             f"<code>{label}</code></summary>\n{cell}\n</details>"
         )
         pos = end

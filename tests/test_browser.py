@@ -176,6 +176,17 @@ def _all_pages(site: Path) -> list[str]:
     )
 
 
+# The code cells of a notebook page (collapsed snippet cells opened) whose text is
+# wider than the cell: the reader would have to scroll sideways.
+NOTEBOOK_CODE_THAT_SCROLLS = """() => {
+  document.querySelectorAll("details.rn-snippet-cell").forEach((d) => (d.open = true));
+  const cells = [...document.querySelectorAll(".jupyter-wrapper .jp-InputArea-editor pre")];
+  return cells
+    .filter((pre) => pre.scrollWidth > pre.clientWidth + 1)
+    .map((pre) => pre.textContent.split("\\n").reduce((a, b) => (a.length > b.length ? a : b)));
+}"""
+
+
 def test_every_page_renders_clean(browser, server, built_site):
     """Every built page: no console error, no foreign request, all math typeset, diagrams as SVG."""
     problems = []
@@ -192,6 +203,9 @@ def test_every_page_renders_clean(browser, server, built_site):
                 problems.append(f"{url}: {raw_tex} formula(s) not typeset")
             if page.locator("img[src$='.svg'][alt='uml diagram'], .uml img").count():
                 problems.append(f"{url}: a diagram is an image, not inline SVG")
+            wide = page.evaluate(NOTEBOOK_CODE_THAT_SCROLLS)
+            if wide:
+                problems.append(f"{url}: notebook code scrolls sideways at 1280 px: {wide}")
             name = url.strip("/").replace("/", "-") or "home"
             visit.screenshot(f"all-{name}")
         finally:

@@ -93,8 +93,8 @@ def test_imports_become_cells_ahead_of_the_first_code_cell(tmp_path: Path):
     assert "--8<--" not in alpha.source and "demo" not in alpha.source  # demo section dropped
     assert "def b():" in beta.source
     assert "from snippets." not in nb.cells[3].source + nb.cells[4].source
-    assert "# A: from snippets/alpha.py" in nb.cells[3].source
-    assert "# b: from snippets/beta.py" in nb.cells[4].source
+    assert "# from snippets/alpha.py, in the first cells of this notebook: A" in nb.cells[3].source
+    assert "# from snippets/beta.py, in the first cells of this notebook: b" in nb.cells[4].source
     namespace: dict = {}
     for cell in nb.cells[1:]:  # the rewritten notebook runs with no package on the path
         exec(compile(cell.source, "cell", "exec"), namespace)
@@ -148,7 +148,7 @@ def test_snippet_cells_are_collapsed_on_the_page():
     page = f"<main>{cell}{other}</main>"
     out = collapse_snippet_cells(page)
     assert out == (
-        '<main><details class="rn-snippet-cell"><summary>Code this notebook imports: '
+        '<main><details class="info rn-snippet-cell"><summary>Code this notebook imports: '
         f"<code>snippets/alpha.py</code></summary>\n{cell}\n</details>{other}</main>"
     )
 
