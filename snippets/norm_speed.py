@@ -64,19 +64,15 @@ def median_time(fn, *, warmup: int = 2, repeats: int = 5, number: int = 1, devic
     return statistics.median(samples)
 
 
-def interleaved_times(
-    calls, *, repeats: int = 7, number: int = 1, best_of: int = 1, device="cpu", seed=0
-) -> dict:
+def interleaved_times(calls, *, repeats: int = 15, number: int = 1, device="cpu", seed=0) -> dict:
     """{name: [seconds per call, one per round]} for a dict {name: no-argument callable}.
 
-    Round-robin: a round times one sample of every callable, in a fresh random order (seeded),
-    and `repeats` rounds are run. A burst of background load then falls on all of them alike,
-    instead of on whichever was being timed at that moment. A sample is the fastest of
-    `best_of` back-to-back timings of `number` calls each: a call that other work interrupted
-    is then kept only if every try was interrupted. No warmup: make each first call (compile,
-    allocate) before.
+    Round-robin: a round times one sample (`number` back-to-back calls) of every callable,
+    in a fresh random order (seeded), and `repeats` rounds are run. A burst of background load
+    then falls on all of them alike, instead of on whichever was being timed at that moment.
+    No warmup: make each first call (compile, allocate) before.
     """
-    for name, value in (("repeats", repeats), ("number", number), ("best_of", best_of)):
+    for name, value in (("repeats", repeats), ("number", number)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an int >= 1, got {value!r}")
     if not isinstance(calls, dict) or not calls:
@@ -90,14 +86,12 @@ def interleaved_times(
     for _ in range(repeats):
         rng.shuffle(order)
         for name in order:
-            fn, tries = calls[name], []
-            for _ in range(best_of):
-                start = time.perf_counter()
-                for _ in range(number):
-                    fn()
-                synchronize(device)
-                tries.append((time.perf_counter() - start) / number)
-            samples[name].append(min(tries))
+            fn = calls[name]
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            synchronize(device)
+            samples[name].append((time.perf_counter() - start) / number)
     return samples
 
 
@@ -183,6 +177,25 @@ def ratio_spread(numerator, denominator) -> Spread:
     """
     num, den = quartiles(numerator), quartiles(denominator)
     return Spread(num.median / den.median, num.low / den.high, num.high / den.low)
+
+
+def false_difference_rate(repeats: int, *, trials: int = 2000, seed=0) -> float:
+    """How often compare() calls two sets of `repeats` timings different when both come from
+    one distribution (log-normal, skewed as timings are): the rule's rate of false alarms.
+
+    Quartiles of a few samples scatter, so two ranges from one distribution can miss each
+    other by chance; the rate falls as the samples grow. This is why a verdict needs many
+    rounds.
+    """
+    for name, value, low in (("repeats", repeats, MIN_SAMPLES), ("trials", trials, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    rng = random.Random(seed)
+    hits = 0
+    for _ in range(trials):
+        a, b = ([rng.lognormvariate(0.0, 0.5) for _ in range(repeats)] for _ in range(2))
+        hits += compare(a, b) != UNRESOLVED
+    return hits / trials
 
 
 def describe(verdict: str, a: str, b: str) -> str:
@@ -515,11 +528,10 @@ def benchmark(
     passes=PASSES,
     device="cpu",
     dtype=torch.float32,
-    repeats=7,
+    repeats=15,
     number=1,
     min_sample_s=0.0,
     max_number=10,
-    best_of=1,
     seed=0,
 ):
     """Time every (norm, implementation, pass) on every (rows, hidden); returns the results table.
@@ -531,9 +543,9 @@ def benchmark(
     only:     what to time, as implementation names or (norm, implementation) pairs
               (default: everything `variants` returns).
     At each size, every call first runs once, timed apart (the warmup; it compiles a
-    torch.compile variant), then interleaved_times takes `repeats` samples (each the fastest
-    of `best_of` timings of `number` calls) of each, round-robin, together with a copy into an
-    existing tensor (the ceiling) and into a new one (clone) of as many elements as x. With
+    torch.compile variant), then interleaved_times takes `repeats` samples of `number` calls
+    of each, round-robin, together with a copy into an existing tensor (the ceiling) and into
+    a new one (clone) of as many elements as x. With
     min_sample_s > 0, `number` is chosen per size instead: enough calls (at most max_number)
     that a sample lasts about min_sample_s if a call took as long as one copy of x, so that
     short calls are not timed one by one.
@@ -585,9 +597,7 @@ def benchmark(
                     first[(norm, impl, p)] = time.perf_counter() - start
                     calls[(norm, impl, p)] = call
         calls["copy"](), calls["clone"]()  # their first calls
-        samples = interleaved_times(
-            calls, repeats=repeats, number=n, best_of=best_of, device=device, seed=seed
-        )
+        samples = interleaved_times(calls, repeats=repeats, number=n, device=device, seed=seed)
         copy_s = statistics.median(samples["copy"])
         clone_s = statistics.median(samples["clone"])
         for (norm, impl, p), first_s in first.items():

@@ -11,7 +11,6 @@ import os
 import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +33,7 @@ from snippets.norm_speed import (
     compare,
     copy_bandwidth,
     describe,
+    false_difference_rate,
     fastest,
     fastest_group,
     find,
@@ -157,22 +157,9 @@ def test_interleaved_times_round_robin_in_a_seeded_random_order():
     assert [tuple(r[::2]) for r in (log[i : i + 8] for i in range(0, 40, 8))] == orders
 
 
-def test_interleaved_times_keeps_the_fastest_of_best_of_tries():
-    log, delays = [], iter([0.03, 0.001, 0.02] * 2)  # per try: slow, fast, slow
-
-    def call():
-        log.append(1)
-        time.sleep(next(delays))
-
-    samples = interleaved_times({"a": call}, repeats=2, best_of=3)["a"]
-    assert len(log) == 6 and len(samples) == 2
-    assert all(0.001 <= t < 0.02 for t in samples)  # the fast try of each round
-
-
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"best_of": 0}, ValueError, "best_of must be an int >= 1, got 0"),
         ({"calls": {}}, ValueError, "calls must be a non-empty dict of callables"),
         ({"calls": [print]}, ValueError, "calls must be a non-empty dict of callables"),
         ({"calls": {"a": 3}}, TypeError, r"calls\['a'\] must be callable, got int"),
@@ -284,6 +271,30 @@ def test_ratio_range_excludes_one_exactly_when_compare_finds_a_difference():
     near = [1.15, 1.25, 1.35, 1.45, 1.55]
     r = ratio_spread(near, fast)
     assert r.low <= 1 <= r.high and compare(fast, near) == UNRESOLVED
+
+
+def test_false_differences_are_rare_with_enough_samples():
+    few, many = false_difference_rate(5, trials=1000), false_difference_rate(15, trials=1000)
+    assert 0 <= many < few <= 1
+    assert few > 0.1  # 5 samples: the rule calls one distribution different often
+    assert many < 0.02  # 15 samples: rarely
+    assert false_difference_rate(9, trials=200, seed=4) == false_difference_rate(
+        9, trials=200, seed=4
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"repeats": 2}, "repeats must be an int >= 3, got 2"),
+        ({"repeats": 15.0}, r"repeats must be an int >= 3, got 15\.0"),
+        ({"trials": 0}, "trials must be an int >= 1, got 0"),
+    ],
+)
+def test_false_difference_rate_rejects_bad_arguments(kwargs, match):
+    args = {"repeats": 15} | kwargs
+    with pytest.raises(ValueError, match=match):
+        false_difference_rate(args.pop("repeats"), **args)
 
 
 def test_describe_words_each_verdict():
@@ -511,11 +522,11 @@ def test_benchmark_interleaves_every_call_of_a_size():
             out[impl] = lambda x, impl=impl, fn=out[impl]: (log.append((norm, impl)), fn(x))[1]
         return out
 
-    benchmark([(2, 8)], variants, passes=("forward",), repeats=4, best_of=2)
+    benchmark([(2, 8)], variants, passes=("forward",), repeats=4)
     first, timed = log[:4], log[4:]
     assert sorted(first) == sorted((n, i) for n in NORMS for i in ("scratch", "F"))
-    rounds = [timed[i : i + 8] for i in range(0, len(timed), 8)]  # 4 calls, 2 tries each
-    assert len(rounds) == 4 and all(sorted(r) == sorted(first * 2) for r in rounds)
+    rounds = [timed[i : i + 4] for i in range(0, len(timed), 4)]
+    assert len(rounds) == 4 and all(sorted(r) == sorted(first) for r in rounds)
 
 
 def test_benchmark_chooses_calls_per_sample_from_a_copy():
