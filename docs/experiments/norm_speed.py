@@ -18,7 +18,7 @@
 # the from-scratch modules of this handbook (`snippets/layer_norm.py`,
 # `snippets/rms_norm.py`), `nn.LayerNorm` / `nn.RMSNorm`, `F.layer_norm` /
 # `F.rms_norm`, and `torch.compile` of the from-scratch modules. It times them
-# on several tensor sizes, forward alone and forward plus backward, and turns
+# on two tensor sizes, forward alone and forward plus backward, and turns
 # every time into an achieved bandwidth, compared with the bandwidth of a plain
 # copy measured on the same machine in the same run. The code is
 # `snippets/norm_speed.py`.
@@ -413,7 +413,7 @@ print(f"compiling in total, before and during the benchmark (one measurement): {
 # panel plots the achieved bandwidth of every implementation against the size
 # of $x$, under the copy bandwidth of the same size (black, dotted): the
 # ceiling. The grey dashed line is the copy into a new tensor. Each point is a
-# median; its bar spans the interquartile range. Small sizes can beat the
+# median; its bar spans the interquartile range. The small size can beat the
 # large-size ceiling because $x$ then fits in cache.
 
 
