@@ -35,6 +35,7 @@ import re
 import shutil
 import tempfile
 import textwrap
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -336,7 +337,6 @@ def shrink_plots(nb) -> None:
                 data["image/png"] = base64.b64encode(smaller.getvalue()).decode()
 
 
-@event_priority(-50)  # after mkdocs-jupyter has wrapped the notebook files
 def runs_alone(notebook: Path) -> bool:
     """A notebook whose header says ``resnorm: {runs_alone: ...}`` (it times code) gets
     the machine to itself: no other notebook executes while it runs."""
@@ -385,6 +385,73 @@ def execute_all(pending: list[tuple[str, Path, Path]], root: Path, jobs: int) ->
         report(name, execute(src, root, dst))
 
 
+# `mkdocs serve` does not wait for the notebooks: it serves the Markdown pages at once,
+# shows each notebook page as "being executed" until its run is done, and rebuilds then.
+_serving = False
+_in_flight: set[Path] = set()  # executed copies a background run is producing
+_failed: dict[Path, str] = {}  # executed copies whose background run failed: the error
+_lock = threading.Lock()
+READY = CACHE / "ready"  # touched when a background run ends: the server rebuilds
+
+
+def on_startup(command: str, dirty: bool) -> None:
+    global _serving
+    _serving = command == "serve"
+
+
+def on_serve(server, config, builder):
+    READY.mkdir(parents=True, exist_ok=True)
+    (READY / "stamp").touch()
+    server.watch(str(ROOT / READY))
+    return server
+
+
+def _execute_in_background(pending: list[tuple[str, Path, Path]], root: Path) -> None:
+    def run() -> None:
+        try:
+            execute_all(pending, root, notebook_jobs())
+        except PluginError as err:
+            log.error("%s", err)
+            with _lock:
+                for _, _, target in pending:
+                    if not target.is_file():
+                        _failed[target] = str(err).splitlines()[0]
+        finally:
+            with _lock:
+                _in_flight.difference_update(target for _, _, target in pending)
+            READY.mkdir(parents=True, exist_ok=True)
+            (READY / "stamp").write_text(str(time.time()))  # the server rebuilds
+
+    with _lock:
+        _in_flight.update(target for _, _, target in pending)
+    threading.Thread(target=run, name="notebooks", daemon=True).start()
+
+
+def placeholder(source: Path, target: Path, failure: str | None) -> Path:
+    """A stand-in notebook for a page whose notebook has not finished executing."""
+    import jupytext
+    import nbformat
+
+    title = next(
+        (c.source.splitlines()[0] for c in jupytext.read(source).cells if c.source.strip()),
+        f"# {source.stem}",
+    )
+    if failure:
+        text = f"**This notebook failed to execute**: {failure}. The console says more."
+    else:
+        text = (
+            "**This notebook is being executed**, because the site is served for the first "
+            "time or its code changed. The page reloads by itself when the run is done; "
+            "nothing from an earlier run is shown in the meantime."
+        )
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(f"{title}\n\n{text}")]
+    path = ROOT / CACHE / "pending" / ("failed" if failure else "running") / target.name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
 @event_priority(-50)  # after mkdocs-jupyter has wrapped the notebook files
 def on_files(files: Files, config) -> Files:
     root = ROOT
@@ -398,16 +465,25 @@ def on_files(files: Files, config) -> Files:
         source = Path(file.abs_src_path)
         executed = root / CACHE / cache_key(source, root) / (source.stem + ".ipynb")
         notebooks.append((file, source, executed))
-        if not executed.is_file():
+        with _lock:
+            busy = executed in _in_flight or executed in _failed
+        if not executed.is_file() and not busy:
             pending.append((file.src_uri, source, executed))
-    if pending:
+    if pending and _serving:
+        _execute_in_background(pending, root)
+    elif pending:
         execute_all(pending, root, notebook_jobs())
     for file, source, executed in notebooks:
-        _used[executed.name] = executed.parent
-        _results[source.stem] = published_results(executed)
         # Set on the file object mkdocs-jupyter made (its wrapper), which reads the
         # notebook from abs_src_path when it renders the page.
-        file.abs_src_path = str(executed)
+        if executed.is_file():
+            _used[executed.name] = executed.parent
+            _results[source.stem] = published_results(executed)
+            file.abs_src_path = str(executed)
+        else:  # serving, and still running (or failed): never an earlier run's outputs
+            with _lock:
+                failure = _failed.get(executed)
+            file.abs_src_path = str(placeholder(source, executed, failure))
     return files
 
 
@@ -424,11 +500,17 @@ MATHJAX_CONFIG = re.compile(
 )
 
 
+def _is_notebook_stem(stem: str, files) -> bool:
+    return any(is_notebook(f.src_uri) and Path(f.src_uri).stem == stem for f in files)
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     """Replace [[measured:NOTEBOOK:KEY]] with the number that notebook published in this build."""
 
     def quote(match: re.Match) -> str:
         notebook, key = match.groups()
+        if _serving and notebook not in _results and _is_notebook_stem(notebook, files):
+            return "*(being measured: the notebook is still executing)*"
         if notebook not in _results:
             raise PluginError(f"{page.file.src_uri}: no executed notebook named {notebook!r}")
         if key not in _results[notebook]:

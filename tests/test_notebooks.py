@@ -387,3 +387,82 @@ def test_parallel_build_matches_serial_and_leaves_timing_notebooks_alone(tmp_pat
     assert len(re.findall(r"executed notebooks/\w+\.py in [\d.]+ s \(\d of 3\)", log)) == 3
     for noise in ("without encryption", "Converting notebook", "Cache miss", "Copied jupyter"):
         assert noise not in log
+
+
+# --- mkdocs serve does not wait for the notebooks -------------------------------------------
+
+SLOW_NOTEBOOK = """# %% [markdown]
+# # Slow ({nonce})
+
+# %%
+import time
+
+from IPython.display import display
+
+time.sleep(6)
+print("the slow notebook ran")
+results = {{"answer": "42"}}
+display({{"application/vnd.resnorm.results+json": results, "text/plain": "42"}}, raw=True)
+"""
+
+
+def test_serve_shows_pages_at_once_and_notebooks_when_they_are_ready(tmp_path: Path):
+    import socket
+    import urllib.request
+
+    from tests.test_site import _config_with_docs
+
+    pages = {
+        "index.md": "# Home\n\nThe answer is [[measured:slow:answer]].\n",
+        "notebooks/slow.py": SLOW_NOTEBOOK.format(nonce=time.time_ns()),
+    }
+    config = _config_with_docs(tmp_path, pages)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}/resnorm/"
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    command = [
+        sys.executable,
+        "-m",
+        "mkdocs",
+        "serve",
+        "-f",
+        str(config),
+        "-a",
+        f"127.0.0.1:{port}",
+    ]
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+
+    def get(path: str) -> str | None:
+        try:
+            with urllib.request.urlopen(base + path, timeout=5) as r:
+                return r.read().decode()
+        except OSError:
+            return None
+
+    try:
+        start = time.perf_counter()
+        while (home := get("")) is None:
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.perf_counter() - start < 60, "no page within 60 s"
+            time.sleep(0.1)
+        first = time.perf_counter() - start
+        notebook = get("notebooks/slow/")
+        assert "being measured" in home and "This notebook is being executed" in notebook
+        assert "the slow notebook ran" not in notebook
+        assert first < 6, "the Markdown page was served before the notebook finished"
+        while "the slow notebook ran" not in (get("notebooks/slow/") or ""):
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.perf_counter() - start < 120, "the notebook page never became ready"
+            time.sleep(0.2)
+        for _ in range(50):  # the rebuild that shows the notebook also fills in its number
+            if "The answer is 42." in (get("") or ""):
+                break
+            time.sleep(0.2)
+        assert "The answer is 42." in get("")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
