@@ -32,7 +32,7 @@ browser:
 	@scripts/install_chromium.sh
 
 serve: setup
-	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+	$(BIN)/mkdocs serve --dirty -a 127.0.0.1:8000  # hooks/serve.py keeps dirty rebuilds right
 
 test: setup browser
 	$(BIN)/python -m pytest

@@ -300,6 +300,8 @@ def execute(notebook: Path, root: Path, target: Path) -> float:
             client.execute(env=env, cwd=scratch)
         except CellExecutionError as err:
             raise PluginError(f"notebook {notebook} failed:\n{err}") from None
+        except Exception as err:  # the kernel died, a cell timed out, ...
+            raise PluginError(f"notebook {notebook} failed: {type(err).__name__}: {err}") from None
         seconds = time.perf_counter() - start
     shrink_plots(nb)
     nb.metadata.setdefault("resnorm", {})["execution_seconds"] = round(seconds, 2)
@@ -388,6 +390,7 @@ def execute_all(pending: list[tuple[str, Path, Path]], root: Path, jobs: int) ->
 # `mkdocs serve` does not wait for the notebooks: it serves the Markdown pages at once,
 # shows each notebook page as "being executed" until its run is done, and rebuilds then.
 _serving = False
+_dirty = False  # mkdocs serve --dirty: a rebuild renders only the pages that changed
 _in_flight: set[Path] = set()  # executed copies a background run is producing
 _failed: dict[Path, str] = {}  # executed copies whose background run failed: the error
 _lock = threading.Lock()
@@ -395,8 +398,9 @@ READY = CACHE / "ready"  # touched when a background run ends: the server rebuil
 
 
 def on_startup(command: str, dirty: bool) -> None:
-    global _serving
+    global _serving, _dirty
     _serving = command == "serve"
+    _dirty = _serving and dirty
 
 
 def on_serve(server, config, builder):
@@ -410,7 +414,7 @@ def _execute_in_background(pending: list[tuple[str, Path, Path]], root: Path) ->
     def run() -> None:
         try:
             execute_all(pending, root, notebook_jobs())
-        except PluginError as err:
+        except Exception as err:  # shown on the page and in the console; serving goes on
             log.error("%s", err)
             with _lock:
                 for _, _, target in pending:
@@ -457,7 +461,8 @@ def on_files(files: Files, config) -> Files:
     root = ROOT
     _used.clear()
     _results.clear()
-    _classes.clear()
+    if not _dirty:  # a dirty rebuild renders some pages only: keep what the others use
+        _classes.clear()
     notebooks, pending = [], []
     for file in list(files):
         if not is_notebook(file.src_uri):

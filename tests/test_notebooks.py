@@ -228,11 +228,28 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
+# The cells run as codeblocks.RUNNER runs a page's blocks, except that what a cell shows
+# with IPython's display() is kept apart from what it prints: a notebook page shows the
+# two apart too (a display() outside Jupyter would print the object's repr).
+CELL_RUNNER = """
+import IPython.display
+DISPLAYED = []
+def _display(*objs, raw=False, **kwargs):
+    for obj in objs:
+        text = obj.get("text/plain", "") if raw and isinstance(obj, dict) else repr(obj)
+        DISPLAYED.append((len(outputs), text))
+IPython.display.display = _display
+""" + codeblocks.RUNNER.replace(
+    'print(json.dumps({"outputs": outputs, "failed": None}))',
+    'print(json.dumps({"outputs": outputs, "failed": None, "displayed": DISPLAYED}))',
+)
+
+
 def _run_page_cells(name: str, cells: list[str], scratch: Path) -> codeblocks.Result:
     scratch.mkdir(parents=True)
     payload = json.dumps([(f"{name} cell {i + 1}", code) for i, code in enumerate(cells)])
     proc = subprocess.run(
-        [sys.executable, "-I", "-c", codeblocks.RUNNER],  # -I: not even the cwd on sys.path
+        [sys.executable, "-I", "-c", CELL_RUNNER],  # -I: not even the cwd on sys.path
         input=payload,
         capture_output=True,
         text=True,
@@ -242,7 +259,9 @@ def _run_page_cells(name: str, cells: list[str], scratch: Path) -> codeblocks.Re
     )
     last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "{}"
     data = json.loads(last) if last.startswith("{") else {"failed": "the interpreter"}
-    return codeblocks.Result(data.get("outputs", []), data.get("failed"), proc.stderr, 0)
+    result = codeblocks.Result(data.get("outputs", []), data.get("failed"), proc.stderr, 0)
+    result.displayed = data.get("displayed", [])  # [(cell index, text/plain)]
+    return result
 
 
 def _run_download(ipynb: Path, scratch: Path) -> subprocess.CompletedProcess:
@@ -309,10 +328,17 @@ def test_page_cells_run_as_copied(reader_runs: dict, built_site: Path, stem: str
     if stem in VARYING_OUTPUTS:
         pytest.skip(f"outputs not compared: {VARYING_OUTPUTS[stem]} (every cell ran)")
     (ipynb,) = [p for p in _downloads(built_site) if p.stem == stem]
+    code = [c for c in nbformat.read(ipynb, as_version=4).cells if c.cell_type == "code"]
+    assert result.outputs == [stdout_of(c) for c in code], "a cell printed something else"
     shown = [
-        stdout_of(c) for c in nbformat.read(ipynb, as_version=4).cells if c.cell_type == "code"
+        (i, o["data"]["text/plain"])
+        for i, c in enumerate(code)
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "display_data"
+        and "text/plain" in o.get("data", {})
+        and "image/png" not in o["data"]
     ]
-    assert result.outputs == shown, "a cell printed something other than the page shows"
+    assert [tuple(d) for d in result.displayed] == shown, "a cell displayed something else"
 
 
 @pytest.mark.parametrize("stem", NOTEBOOK_STEMS)
