@@ -8,6 +8,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+SERVE_ADDR ?= 127.0.0.1:8000
 export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: setup prereqs browser serve test build bench clean
@@ -32,7 +33,7 @@ browser:
 	@scripts/install_chromium.sh
 
 serve: setup
-	$(BIN)/mkdocs serve --dirty -a 127.0.0.1:8000  # hooks/serve.py keeps dirty rebuilds right
+	$(BIN)/mkdocs serve --dirty -a $(SERVE_ADDR)  # hooks/serve.py keeps dirty rebuilds right
 
 test: setup browser
 	$(BIN)/python -m pytest
