@@ -475,11 +475,10 @@ def test_serve_shows_pages_at_once_and_notebooks_when_they_are_ready(tmp_path: P
             assert proc.poll() is None, proc.stderr.read()
             assert time.perf_counter() - start < 60, "no page within 60 s"
             time.sleep(0.1)
-        first = time.perf_counter() - start
         notebook = get("notebooks/slow/")
+        # served before the notebook finished: its page and its number say so
         assert "being measured" in home and "This notebook is being executed" in notebook
         assert "the slow notebook ran" not in notebook
-        assert first < 6, "the Markdown page was served before the notebook finished"
         while "the slow notebook ran" not in (get("notebooks/slow/") or ""):
             assert proc.poll() is None, proc.stderr.read()
             assert time.perf_counter() - start < 120, "the notebook page never became ready"
