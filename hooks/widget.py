@@ -29,10 +29,16 @@ _wanted = False  # some page of this build mounts the widget
 _cache: dict[str, str] = {}  # hash of the snippet -> the JSON it exports
 
 
+CACHE = ROOT / ".cache/widget"  # the JSON, kept between builds: no torch import when warm
+
+
 def weights_json() -> str:
-    """The JSON of widget_weights(), recomputed only when the snippet changes."""
+    """The JSON of widget_weights(), recomputed only when the snippet (or torch) changes."""
     code = SNIPPET.read_bytes()
-    key = hashlib.sha256(code).hexdigest()
+    key = hashlib.sha256(code + (ROOT / "requirements.txt").read_bytes()).hexdigest()[:20]
+    stored = CACHE / f"{key}.json"
+    if key not in _cache and stored.is_file():
+        _cache[key] = stored.read_text(encoding="utf-8")
     if key not in _cache:
         # Loaded from its file: the hook must not depend on the repository being on sys.path.
         spec = importlib.util.spec_from_file_location("_resnorm_vector_through_block", SNIPPET)
@@ -44,19 +50,23 @@ def weights_json() -> str:
             raise PluginError(f"{SNIPPET.name}: widget_weights() failed: {err!r}") from err
         _cache.clear()
         _cache[key] = json.dumps(data, separators=(",", ":"))
+        CACHE.mkdir(parents=True, exist_ok=True)
+        for old in CACHE.glob("*.json"):
+            old.unlink()
+        stored.write_text(_cache[key], encoding="utf-8")
     return _cache[key]
 
 
-def on_pre_build(config) -> None:
+def on_files(files, config):
+    """Some page mounts the widget: read from the sources, since a dirty rebuild
+    (make serve) renders only the pages that changed, and the weights may have."""
     global _wanted
-    _wanted = False
-
-
-def on_page_markdown(markdown: str, page, config, files) -> str:
-    global _wanted
-    if MOUNT in markdown:
-        _wanted = True
-    return markdown
+    _wanted = any(
+        MOUNT in Path(f.abs_src_path).read_text(encoding="utf-8")
+        for f in files.documentation_pages()
+        if f.src_uri.endswith(".md")
+    )
+    return files
 
 
 def on_post_build(config) -> None:
