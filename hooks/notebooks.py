@@ -4,7 +4,8 @@ mkdocs-jupyter renders a notebook but caches on the notebook's own bytes only,
 so a change to a snippet that the notebook imports would not re-run it. This
 hook executes each notebook itself (``nbclient``, errors fail the build) and
 keys its cache on everything the output depends on: the notebook text, every
-``snippets/*.py`` file the notebook names, this hook and ``requirements.txt``.
+``snippets/*.py`` file the notebook names, the parts of this hook that shape the
+executed notebook and ``requirements.txt``.
 
 The notebook runs on its own, outside the repository: before executing it,
 the hook puts every snippet module it imports (``from snippets.X import ...``)
@@ -119,6 +120,17 @@ def published_results(executed: Path) -> dict:
     return results
 
 
+def _execution_code() -> bytes:
+    """The parts of this hook that shape an executed notebook; the rest of it (how the
+    page's HTML is trimmed, how runs are scheduled) can change without a re-run."""
+    import inspect
+
+    shaping = (snippet_cell_source, _stored_names, inline_snippets, execute, shrink_plots)
+    parts = [inspect.getsource(f) for f in shaping]
+    parts += [SNIPPET_TAG, DEMO_SECTION.pattern, SECTION_MARKER.pattern, str(CELL_TIMEOUT_S)]
+    return "\n".join(parts).encode()
+
+
 def cache_key(notebook: Path, root: Path) -> str:
     """Hash of everything an executed notebook's output depends on."""
     text = notebook.read_text(encoding="utf-8")
@@ -129,7 +141,7 @@ def cache_key(notebook: Path, root: Path) -> str:
         if not snippet.is_file():
             raise PluginError(f"{notebook}: names snippets/{name}.py, which does not exist")
         h.update(name.encode() + b"\0" + snippet.read_bytes())
-    h.update(Path(__file__).read_bytes())
+    h.update(_execution_code())
     h.update((root / "requirements.txt").read_bytes())
     return h.hexdigest()[:20]
 

@@ -491,3 +491,12 @@ def test_serve_shows_pages_at_once_and_notebooks_when_they_are_ready(tmp_path: P
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_cache_key_follows_the_hook_code_that_shapes_a_run_only():
+    """Changing how the page's HTML is trimmed does not re-run every notebook."""
+    from hooks import notebooks
+
+    code = notebooks._execution_code().decode()
+    assert "def inline_snippets(" in code and "def execute(" in code
+    assert "def collapse_snippet_cells(" not in code and "def prune_css(" not in code
