@@ -57,6 +57,7 @@ NOTEBOOK_GLOBS = ("notebooks/*.py", "experiments/*.py")
 # type; a page quotes one as [[measured:NOTEBOOK:KEY]] (NOTEBOOK = file stem).
 RESULTS_MIME = "application/vnd.resnorm.results+json"
 MEASURED = re.compile(r"\[\[measured:([\w-]+):([\w-]+)\]\]")
+MARKDOWN_SPECIAL = re.compile(r"[\\`*_\[\]]")
 SNIPPET_NAME = re.compile(r"(?<![\w/])snippets[./]([A-Za-z_]\w*)")  # not tests/snippets/
 CELL_TIMEOUT_S = 600
 
@@ -535,7 +536,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
             raise PluginError(
                 f"{page.file.src_uri}: notebook {notebook!r} published no {key!r} (it has: {known})"
             )
-        return str(_results[notebook][key])
+        # literal text: a value like "nn.*, ... F.*" must not become emphasis
+        return MARKDOWN_SPECIAL.sub(r"\\\g<0>", str(_results[notebook][key]))
 
     return MEASURED.sub(quote, markdown)
 

@@ -500,3 +500,20 @@ def test_cache_key_follows_the_hook_code_that_shapes_a_run_only():
     code = notebooks._execution_code().decode()
     assert "def inline_snippets(" in code and "def execute(" in code
     assert "def collapse_snippet_cells(" not in code and "def prune_css(" not in code
+
+
+def test_a_quoted_number_is_literal_text(tmp_path: Path):
+    """A published value with Markdown's special characters shows as it was published."""
+    from tests.test_site import _build
+
+    value = "nn.*, RMSNorm slower; F.*, x_1 [a] `b` \\\\"
+    notebook = (
+        "# %%\nfrom IPython.display import display\n\n"
+        f"results = {{'v': {value!r}}}\n"
+        'display({"application/vnd.resnorm.results+json": results, "text/plain": ""}, raw=True)\n'
+    )
+    page = "# Home\n\n| a | b |\n|---|---|\n| x | [[measured:literal:v]] |\n"
+    proc = _build(tmp_path, {"index.md": page, "notebooks/literal.py": notebook})
+    assert proc.returncode == 0, proc.stderr
+    text = html.unescape(re.sub(r"<[^>]+>", "", (tmp_path / "site/index.html").read_text()))
+    assert value in text
