@@ -316,7 +316,8 @@ p0, q0 = runs["post", 0, "high"], runs["pre", 0, "high"]
 p1, q1 = runs["post", WARMUPS[1], "high"], runs["pre", WARMUPS[1], "high"]
 if post_failed == 3 and pre_trained == 3:
     verdict = (
-        f"At peak lr {hi:.0e} without warmup, Post-LN failed in 3 of 3 seeds "
+        f"With Xavier initialization at peak lr {hi:.0e} without warmup, Post-LN "
+        "failed in 3 of 3 seeds "
         f"(seed 0: {outcome(p0, base)}, final loss {p0.final_loss:.2f}, "
         f"unigram {base['unigram']:.2f}) while Pre-LN trained in 3 of 3 "
         f"(seed 0: final loss {q0.final_loss:.2f}); with {WARMUPS[1]} warmup steps "
@@ -324,7 +325,8 @@ if post_failed == 3 and pre_trained == 3:
     )
 else:
     verdict = (
-        f"Not shown at this scale: at peak lr {hi:.0e} without warmup, Post-LN "
+        f"Not shown at this scale: with Xavier initialization at peak lr {hi:.0e} "
+        "without warmup, Post-LN "
         f"failed in {post_failed} of 3 seeds and Pre-LN trained in {pre_trained} "
         "of 3."
     )
