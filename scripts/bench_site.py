@@ -30,6 +30,7 @@ import gzip
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -114,6 +115,7 @@ class Serve:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=True,  # close() stops make and the mkdocs it started
         )
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -142,7 +144,7 @@ class Serve:
             time.sleep(0.05)
 
     def close(self):
-        self.proc.terminate()
+        os.killpg(self.proc.pid, signal.SIGTERM)
         self.proc.wait(timeout=30)
 
 
