@@ -16,6 +16,13 @@ so a notebook that still reached for the repository would fail the build. The
 page shows those cells collapsed, the downloaded ``.ipynb`` has them collapsed
 too, and both are what the build executed.
 
+Notebooks whose cache entry is missing execute in parallel, one per core
+(``RESNORM_NOTEBOOK_JOBS`` overrides), and a notebook whose header says
+``resnorm: {runs_alone: ...}`` runs afterwards with the machine to itself. Under
+``mkdocs serve`` the build does not wait for them: it serves the other pages,
+shows each notebook page as "being executed" (never an earlier run) and rebuilds
+when the runs end.
+
 The executed ``.ipynb`` then replaces the page's source, so mkdocs-jupyter
 renders the executed notebook and its ``include_source`` offers it for
 download.
