@@ -1,0 +1,348 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 初始化时的梯度范数 { #gradient-norms-at-initialization }
+#
+# 一个刚初始化的 Transformer 堆叠，每一层能收到多大的梯度？
+# 在[后置层归一化（Post-LN）](../../placement/post-ln/)
+# 和[前置层归一化（Pre-LN）](../../placement/pre-ln/)中，这个梯度又如何随深度变化？
+# 本页在手册自己的 `Stack` 上测量每一层第二个前馈权重 $W^{2,l}$ 的梯度，也就是 Xiong 等人 2020
+# 年的定理 1 和图 3 所讨论的那个量。每次构建网站都会执行本页，下面的每个数字都来自那次运行。
+#
+# ## 我们的预期 { #what-we-expected }
+#
+# - **定理 1**（Xiong et al. 2020, arXiv 2002.04745, §3.3）：初始化时，最后一层 $W^{2,L}$ 的梯度在
+#   Post-LN 中以 $O(d\sqrt{\ln d})$ 为界，与深度 $L$ 无关；在 Pre-LN 中则以 $O(d\sqrt{\ln d / L})$
+#   为界。在以 $L$ 为横轴的双对数坐标中，Post-LN 是一条水平线，Pre-LN 是一条斜率为 $-1/2$ 的直线。
+# - **原因**（同一节，引理 2 和引理 3）：层归一化（LayerNorm）回传的梯度与其输入的
+#   $\sqrt{d}/\|x\|$ 成正比。Post-LN 的最后一个归一化层看到的输入尺度是固定的；而 Pre-LN
+#   的最终归一化看到的是整个残差和 $x_L$，其 $\mathbb{E}\|x_L\|^2$ 随 $L$ 线性增长。因此，Pre-LN
+#   的梯度应当随 $1/\mathrm{rms}(x_L)$ 变化。这两个引理的表述见
+#   [Post-LN](../../placement/post-ln/#what-xiong-et-al-proved-theorem-1-and-lemma-2) 一页。
+# - **图 3**（§3.4；6-6 层的翻译模型，10 个随机种子）：在 Post-LN
+#   中，前馈网络（FFN）权重的逐层梯度范数随层序号增大，在 Pre-LN 中则几乎持平；最后一层的梯度在
+#   Post-LN 中从 6-6 到 14-14 的各种深度下大致不变，在 Pre-LN 中则随深度减小。
+# - **源文章怎么说。** 本手册所依据的几篇源文章声称：在很深的 Post-LN
+#   堆叠中，梯度在向下传播的途中会**消失**，因为每个 LayerNorm 都要把它除以一个标准差；而 Pre-LN
+#   的恒等路径让梯度可以绕过这些归一化层。后半句正是 [Pre-LN
+#   的推导](../../placement/pre-ln/#a-clean-identity-path)。前半句在文献中有依据，
+#   但要附带限定条件。Xiong 等人的图 3 显示，Post-LN 的梯度随层序号增大，也就是说越往下层越小；
+#   不过他们自己关注的是另一端，即初始化时靠近输出处的**大**梯度，这正是 Post-LN
+#   需要学习率预热（warmup）的原因。Liu 等人 2020 年的工作（Admin, arXiv 2004.08249, §3）在
+#   Post-LN 的解码器中（而非编码器中）观察到了梯度消失，但认为它不是训练不稳定的根本原因，
+#   因为单独消除梯度消失并不能让训练稳定下来；他们把问题归因于一种放大效应。Takase
+#   等人（arXiv 2206.00330）的看法正好相反：Post-LN 的归一化层造成的梯度消失，正是深层 Post-LN
+#   模型训练失败的主要原因。Mix-LN（Li et al. 2024, arXiv 2412.13795）同样认为 Post-LN
+#   让靠前的层得不到足够的梯度。所以，“在深层 Post-LN
+#   堆叠中，梯度越往底部越小”这一现象有多篇论文报告过；但它是不是 Post-LN
+#   难以训练的原因，仍有争议。下面的测量展示的是在本页的设置下、在初始化时实际发生了什么。
+#
+# ## 设置 { #settings }
+#
+# 结果取决于设置（初始化、输入、损失），因此下面尽可能沿用 Xiong 等人分析时的设置：
+#
+# - `Stack(L, d_model=64, n_heads=4, d_ff=256, activation="relu")`，编码器层（无因果掩码），
+#   不用随机失活（dropout），$L \in \{6, 12, 18, 24\}$；`norm_position="post"`（没有最终归一化）和
+#   `"pre"`（带最终归一化，由 `Stack` 自动加上）。
+# - 每个 `nn.Linear` 都重新初始化：权重取 Xavier（Glorot）正态分布，偏置为零；$W_q$、$W_k$、$W_v$
+#   各自作为一个独立的方阵初始化，与论文中的写法一致（即 `snippets/lm_experiment.py` 中的
+#   `xavier_init_(stack, qkv="per_projection")`；若对融合后的 $3d \times d$ 矩阵整体做一次 Xavier
+#   初始化，它们的权重会小 $\sqrt{2}$ 倍）；LayerNorm 的权重为 1，偏置为 0。激活函数用
+#   ReLU，与原始 Transformer 的 FFN 相同（Vaswani et al. 2017, arXiv 1706.03762, §3.3）。
+# - 输入：单位方差的高斯向量，批大小 8，序列长度 32。
+# - **损失。** 主实验：对随机目标的线性损失，
+#   $\mathcal{L} = \operatorname{mean}_t \langle y_t, \mathrm{out}_t\rangle$，
+#   $y_t \sim \mathcal{N}(0, I)$。它对堆叠输出的梯度就是 $y$ 本身，与堆叠算出了什么无关；因此，
+#   不同深度、不同放置方式之间的一切差异都来自堆叠如何把这个梯度向下传递，而这正是定理 1
+#   所讨论的。对照实验：经过一个固定的随机读出矩阵后的均方误差，
+#   $\operatorname{mean}(\mathrm{out}\,R - y)^2$，其中 $R \sim \mathcal{N}(0, 1/d)$，
+#   它的梯度还与输出有关。
+# - 随机种子 0-9（同时决定模型初始化和数据），报告各种子上的均值和标准差。梯度指
+#   `layers[l].mlp.sublayer.proj.weight` 的 $\|\partial \mathcal{L}/\partial W^{2,l}\|_F$。
+# - 单个 CPU 线程（`torch.set_num_threads(1)`）：这些张量太小，算子内部的多线程带不来好处；
+#   单线程也让构建在共享机器上保持快速。
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+from IPython.display import display
+
+from snippets.grad_norms import grad_norm_sweep, power_law_fit
+from snippets.lm_experiment import xavier_init_
+from snippets.transformer import Stack
+
+torch.set_num_threads(1)  # small tensors: threads cost more than they save
+D_MODEL, N_HEADS, D_FF = 64, 4, 256
+BATCH, SEQ_LEN = 8, 32
+SEEDS = range(10)
+DEPTHS = [6, 12, 18, 24]
+NAMES = {"post": "Post-LN", "pre": "Pre-LN"}
+COLORS = {"post": "tab:red", "pre": "tab:blue"}
+
+
+def make_stack(position):
+    def make(n_layers):
+        stack = Stack(
+            n_layers,
+            D_MODEL,
+            N_HEADS,
+            D_FF,
+            norm_position=position,
+            activation="relu",
+        )
+        return xavier_init_(stack, qkv="per_projection")  # see Settings
+
+    return make
+
+
+sweeps = {}
+for p in NAMES:
+    sweeps[p] = grad_norm_sweep(make_stack(p), DEPTHS, SEEDS, BATCH, SEQ_LEN)
+for p, name in NAMES.items():
+    has_final_norm = make_stack(p)(2).norm_f is not None
+    print(f"{name}: final norm after the last layer: {has_final_norm}")
+
+# %% [markdown]
+# ## 逐层梯度（图 3 a、b） { #per-layer-gradients-figure-3-a-b }
+#
+# 6 层堆叠（图 3 的深度）和 24 层堆叠中，每一层 $l$ 的 $W^{2,l}$
+# 的梯度；阴影带表示各随机种子之间的一个标准差。
+
+
+# %%
+def per_layer(p, n_layers, loss="linear"):
+    w2 = sweeps[p][n_layers][loss]  # (seeds, layers)
+    return w2.mean(0), w2.std(0)
+
+
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), constrained_layout=True)
+for ax, n_layers in zip(axes, (6, 24), strict=True):
+    layers = range(1, n_layers + 1)
+    for p, name in NAMES.items():
+        mean, std = per_layer(p, n_layers)
+        ax.plot(layers, mean, "o-", ms=3, color=COLORS[p], label=name)
+        ax.fill_between(layers, mean - std, mean + std, color=COLORS[p], alpha=0.2)
+    ax.set_title(f"{n_layers} layers, at initialization")
+    ax.set_xlabel("layer l")
+    ax.set_ylabel(r"$\|\partial L / \partial W^{2,l}\|_F$")
+    ax.set_ylim(bottom=0)
+    ax.legend()
+plt.show()
+
+ratios = {}
+print("last layer / first layer, mean gradient of W2 (linear loss)")
+for n_layers in (6, 24):
+    for p, name in NAMES.items():
+        mean, _ = per_layer(p, n_layers)
+        ratio = ratios[p, n_layers] = (mean[-1] / mean[0]).item()
+        trend = "grows" if ratio > 1 else "falls"
+        print(f"  {name:7s} L = {n_layers:2d}: {ratio:.2f}  ({trend} toward the top)")
+
+# %% [markdown]
+# ## 最后一层梯度随深度的变化（图 3 c、d） { #the-last-layers-gradient-against-depth-figure-3-c-d }
+#
+# 每种深度下最后一层 $W^{2,L}$ 的梯度，并过第一个点画出定理 1 的两种标度关系：$c$（水平）和
+# $c\sqrt{6/L}$（$\propto 1/\sqrt{L}$）。拟合 $c\,L^{p}$ 得到的指数 $p$
+# 附有在各随机种子上用自助法（bootstrap）求得的 95% 区间。
+
+
+# %%
+def last_layer(p, loss="linear"):
+    last = [sweeps[p][n][loss][:, -1] for n in DEPTHS]
+    return torch.stack(last, dim=1)  # (seeds, depths)
+
+
+def verdict(lo, hi):
+    if lo <= 0 <= hi:
+        return "flat (0 is inside the interval)"
+    if lo <= -0.5 <= hi:
+        return "follows 1/sqrt(L) (-0.5 is inside the interval)"
+    if hi < -0.5:
+        return "falls faster than 1/sqrt(L)"
+    return "grows with depth" if lo > 0 else "falls, but more slowly than 1/sqrt(L)"
+
+
+def depth_panel(ax, loss):
+    L = torch.tensor(DEPTHS, dtype=torch.float64)
+    fits = {}
+    for p, name in NAMES.items():
+        g = last_layer(p, loss)
+        mean, std = g.mean(0), g.std(0)
+        style = dict(fmt="o-", color=COLORS[p], capsize=3, label=name)
+        ax.errorbar(DEPTHS, mean, yerr=std, **style)
+        c = mean[0].item()
+        ax.plot(DEPTHS, [c] * len(DEPTHS), ":", color=COLORS[p], lw=1)
+        ax.plot(DEPTHS, c * (L[0] / L).sqrt(), "--", color=COLORS[p], lw=1)
+        fits[p] = power_law_fit(DEPTHS, g)
+    ax.plot([], [], "k:", lw=1, label="c (flat)")
+    ax.plot([], [], "k--", lw=1, label=r"$c/\sqrt{L}$")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(DEPTHS, [str(n) for n in DEPTHS])
+    ax.minorticks_off()
+    ax.set_xlabel("number of layers L")
+    ax.set_ylabel(r"$\|\partial L / \partial W^{2,L}\|_F$ (last layer)")
+    ax.legend(fontsize=8)
+    return fits
+
+
+def print_fits(fits, loss):
+    print(f"exponent p of c * L^p, {loss} loss (Theorem 1: Post-LN 0, Pre-LN -0.5)")
+    for p, name in NAMES.items():
+        slope, lo, hi = fits[p]
+        interval = f"[{lo:+.2f}, {hi:+.2f}]"
+        print(f"  {name:7s} p = {slope:+.2f}  {interval}  -> {verdict(lo, hi)}")
+
+
+fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+fits = depth_panel(ax, "linear")
+ax.set_title("last layer's gradient vs depth (linear loss)")
+plt.show()
+
+print(" L   Post-LN          Pre-LN           Post-LN / Pre-LN")
+for i, n in enumerate(DEPTHS):
+    grads = {p: last_layer(p)[:, i] for p in NAMES}
+    cells = [f"{grads[p].mean():.3f} ± {grads[p].std():.3f}" for p in NAMES]
+    post_over_pre = grads["post"].mean() / grads["pre"].mean()
+    print(f"{n:2d}   " + "    ".join(cells) + f"    {post_over_pre:.2f}x")
+post_mean, pre_mean = last_layer("post").mean(0), last_layer("pre").mean(0)  # (depths,)
+post_over_pre_L24 = (post_mean[-1] / pre_mean[-1]).item()
+pre_ratio = (pre_mean[-1] / pre_mean[0]).item()
+predicted = (DEPTHS[0] / DEPTHS[-1]) ** 0.5
+print(
+    f"Pre-LN, L = 24 vs L = 6: {pre_ratio:.2f}x",
+    f"(1/sqrt(L) predicts {predicted:.2f}x)",
+)
+print_fits(fits, "linear")
+
+# %% [markdown]
+# ## 机制：最终归一化 { #the-mechanism-the-final-norm }
+#
+# 引理 3 说，最终归一化会把回传的梯度大约除以 $\mathrm{rms}(x_L)$，即其输入的均方根。
+# 如果这就是全部原因，那么随着 $L$ 增大，Pre-LN 的梯度乘以 $\mathrm{rms}(x_L)$ 应当保持不变，而
+# $\mathrm{rms}(x_L)$ 本身不断增长。在 Post-LN 中，最后一层的输出是 LayerNorm 的输出，在任何深度下
+# rms 都是 1。
+
+# %%
+print(" L   Post-LN rms(x_L)   Pre-LN rms(x_L)   Pre-LN grad x rms(x_L)")
+for i, n in enumerate(DEPTHS):
+    rms = {p: sweeps[p][n]["top_rms"] for p in NAMES}
+    product = (last_layer("pre")[:, i] * rms["pre"]).mean()
+    post_rms, pre_rms = rms["post"].mean(), rms["pre"].mean()
+    print(f"{n:2d}   {post_rms:16.3f}   {pre_rms:15.3f}   {product:22.3f}")
+pre_rms = [sweeps["pre"][n]["top_rms"] for n in DEPTHS]
+pre_rms = torch.stack(pre_rms, dim=1)  # (seeds, depths)
+q, q_lo, q_hi = power_law_fit(DEPTHS, pre_rms)
+interval = f"[{q_lo:+.2f}, {q_hi:+.2f}]"
+print(f"Pre-LN rms(x_L) grows like L^q, q = {q:+.2f} {interval} (sqrt(L): +0.50)")
+p_pre = fits["pre"][0]
+print(f"Pre-LN gradient exponent p = {p_pre:+.2f}; p + q = {p_pre + q:+.2f}")
+
+# %% [markdown]
+# ## 梯度依赖于输出的损失 { #a-loss-whose-gradient-depends-on-the-output }
+#
+# 用均方误差损失重做同样的扫描。它的梯度中有一部分，即 $2\,\mathrm{out}\,R R^\top / n$，
+# 取决于堆叠输出了什么，因此也取决于输出的各个词元（token）彼此有多相似：
+# 当一个序列中的词元指向同一方向时，这部分梯度在 $\sum_t g_t h_t^\top$
+# 中会跨词元累加，而不是相互抵消。表中打印的是 $x_L$ 中同一序列内两个词元之间的平均余弦相似度。
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+fits_mse = depth_panel(ax, "mse")
+ax.set_title("last layer's gradient vs depth (MSE loss)")
+plt.show()
+print_fits(fits_mse, "mse")
+print("\nmean cosine similarity of two tokens of a sequence in x_L")
+print(" L   " + "   ".join(f"{name:>7s}" for name in NAMES.values()))
+for n in DEPTHS:
+    cos = [sweeps[p][n]["top_cos"].mean() for p in NAMES]
+    print(f"{n:2d}   " + "   ".join(f"{c:7.3f}" for c in cos))
+
+# %% [markdown]
+# ## 观察结果 { #what-we-saw }
+#
+# 上面的结论行是根据拟合结果计算出来的；请对照它们阅读：
+#
+# - **在本设置下、使用线性损失时，定理 1 成立。** Post-LN 最后一层的梯度不随深度变化，
+#   并且在每种深度下都比 Pre-LN 的大，差距的倍数随 $L$ 增大。Pre-LN 的梯度随深度下降，在 6 到 24
+#   层之间比 $1/\sqrt{L}$ 略快。机制表说明了原因：梯度乘以 $\mathrm{rms}(x_L)$
+#   大致保持不变，所以梯度随 $1/\mathrm{rms}(x_L)$ 变化（引理 3），而在这个堆叠中 $x_L$ 的增长比
+#   $\sqrt{L}$ 略快（见上面的 $q$；[深度实验](../depth/)逐层展示了残差流）。定理 1 中的
+#   $1/\sqrt{L}$ 对应的是 $\mathbb{E}\|x_L\|^2$ 线性增长的情形（引理 2）。
+# - **这里没有复现出图 3（a、b）。** 在 Xiong 等人的测量中，Post-LN 的逐层梯度越往顶部越大，Pre-LN
+#   的则几乎持平。而在这里，Post-LN 的梯度在各层之间大致持平，顶部略低（见上面的比值）；Pre-LN
+#   的梯度则朝顶部急剧下降：它的较低层除了恒等路径传来的梯度，还会收到上方每个分支的贡献。Xiong
+#   等人测的是翻译任务上的 6-6 层编码器-解码器；在编码器堆叠上用随机输入和随机目标是另一种设置，
+#   本页无法判断究竟是哪一处差异在起作用。
+# - **在这些深度、这个设置下，没有出现梯度消失。** 源文章声称 Post-LN 的梯度在向下传播时会消失，
+#   但在这里，24 层、初始化时并没有出现这种现象：无论哪种放置方式，
+#   第一层的梯度都不比最后一层的小（见上面的比值）。这与上面提到的论文并不矛盾：Xiong 等人的图 3
+#   测的是翻译数据上的 6-6 层编码器-解码器（见上一条），Admin 发现的梯度消失出现在解码器中，而
+#   Admin 和 Mix-LN 考察的是训练过程中的模型，并不只看初始化时；
+#   编码器堆叠上的随机输入不属于其中任何一种情形。
+# - **损失函数很关键。** 使用均方误差时，Post-LN 最后一层的梯度随深度增大，Pre-LN 的梯度则比
+#   $1/\sqrt{L}$ 下降得慢。余弦相似度表说明了原因：随着深度增加，
+#   一个序列中的词元变得几乎一模一样（Post-LN
+#   中更明显），于是梯度中依赖输出的那一部分会跨词元累加。这就是秩坍缩（rank collapse）：Dong 等人
+#   2021 年（arXiv 2103.03404）证明了没有跳跃连接的注意力会出现秩坍缩；Noci 等人 2022
+#   年（arXiv 2206.03126）则表明，在初始化时，Post-LN Transformer
+#   中的词元随深度增加而越来越趋于一致，并发现这可能会阻碍训练。定理 1
+#   讨论的是堆叠如何把给定的输出梯度向下传递，而线性损失恰好把这一点单独分离了出来。
+#
+# ## 参考资料 { #sources }
+#
+# - Xiong et al. 2020, *On Layer Normalization in the Transformer Architecture*,
+#   arXiv 2002.04745：§3.3（引理 2、引理 3、定理 1），§3.4（图 3）。
+# - Liu et al. 2020 (Admin), arXiv 2004.08249, §3（Post-LN 解码器中的梯度消失）。
+# - Takase et al. 2023, *On Layer Normalizations and Residual Connections in Transformers*,
+#   arXiv 2206.00330。
+# - Li, Yin, Liu 2024 (Mix-LN), arXiv 2412.13795。
+# - Vaswani et al. 2017, arXiv 1706.03762, §3.3（使用 ReLU 的前馈网络）。
+# - Glorot & Bengio 2010, *Understanding the difficulty of training deep feedforward neural
+#   networks*（Xavier 初始化）；PyTorch `torch.nn.init.xavier_normal_`。
+# - Dong, Cordonnier, Loukas 2021, arXiv 2103.03404；Noci et al. 2022, arXiv 2206.03126。
+# - 代码：`snippets/grad_norms.py`（探针）、`snippets/lm_experiment.py`（`xavier_init_`）和
+#   `snippets/transformer.py`（`Stack`），各自都有测试。
+
+# %%
+results = {
+    "post_w2_last_over_first_L6": f"{ratios['post', 6]:.2f}",
+    "post_w2_last_over_first_L24": f"{ratios['post', 24]:.2f}",
+    "pre_w2_last_over_first_L6": f"{ratios['pre', 6]:.2f}",
+    "pre_w2_last_over_first_L24": f"{ratios['pre', 24]:.2f}",
+    "post_last_w2_grad_L6": f"{last_layer('post')[:, 0].mean():.2f}",
+    "post_last_w2_grad_L24": f"{last_layer('post')[:, -1].mean():.2f}",
+    "pre_last_w2_grad_L6": f"{last_layer('pre')[:, 0].mean():.2f}",
+    "pre_last_w2_grad_L24": f"{last_layer('pre')[:, -1].mean():.2f}",
+    "pre_last_w2_ratio_L24_L6": f"{pre_ratio:.2f}",
+    "post_over_pre_last_w2_L24": f"{post_over_pre_L24:.1f}",
+    "pre_stream_rms_exponent": f"{q:+.2f}",
+    "post_depth_exponent": f"{fits['post'][0]:+.2f}",
+    "pre_depth_exponent": f"{fits['pre'][0]:+.2f}",
+    "post_depth_exponent_ci": f"[{fits['post'][1]:+.2f}, {fits['post'][2]:+.2f}]",
+    "pre_depth_exponent_ci": f"[{fits['pre'][1]:+.2f}, {fits['pre'][2]:+.2f}]",
+    "mse_post_depth_exponent": f"{fits_mse['post'][0]:+.2f}",
+    "mse_pre_depth_exponent": f"{fits_mse['pre'][0]:+.2f}",
+    # the names the claims ledger quotes
+    "post_last_over_first": f"{ratios['post', 24]:.2f} at 24 layers",
+    "pre_depth_verdict": (
+        f"Pre-LN last-layer gradient ~ L^{fits['pre'][0]:+.2f} "
+        f"(95% interval {fits['pre'][1]:+.2f} to {fits['pre'][2]:+.2f}): "
+        + verdict(*fits["pre"][1:])
+    ),
+}
+display(
+    {
+        "application/vnd.resnorm.results+json": results,
+        "text/plain": "\n".join(f"{k}: {v}" for k, v in results.items()),
+    },
+    raw=True,
+)
