@@ -1,0 +1,392 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 深度与残差流 { #depth-and-the-residual-stream }
+#
+# 关于深层堆叠，这里有两个问题。第一，在初始化时，对于归一化层的每种放置方式，
+# 残差流逐层会变得多大？第二，在一个固定的学习率下、不用学习率预热（warmup），哪些放置方式在 6
+# 层、24 层和 48 层时仍然能训练？模型是本手册的 `Stack` 和 `GPT`（`snippets/transformer.py`），
+# 探针代码在 `snippets/depth_probe.py` 中。每次构建网站都会执行本页，
+# 下面的每个数字都来自那次运行。
+#
+# ## 我们的预期 { #what-we-expected }
+#
+# - **后置层归一化**（Post-LN）在每个子层的末尾都做一次层归一化（LayerNorm），因此无论深度如何，
+#   层与层之间的残差流都保持固定的尺度（Xiong et al. 2020, arXiv 2002.04745, §3.3，引理 2）。
+# - **前置层归一化**（Pre-LN）不对残差和做归一化。在论文的简化设置下，引理 2
+#   给出了它的上下界：$(1 + \tfrac{l}{2})\,d \le \mathbb{E}\|x_l\|^2 \le (1 + \tfrac{3l}{2})\,d$，
+#   即随层序号 $l$ 线性增长（见 [Pre-LN](../../placement/pre-ln/#the-residual-stream-grows)）。
+#   引理中的常数只属于它自己的设置；宽度、激活函数或初始化不同的堆叠，增长速度可能不同。
+# - **Peri-LN**（Kim et al. 2025, arXiv 2502.02732）对每个分支的输入和输出都做归一化，即
+#   $x + \mathrm{Norm}(F(\mathrm{Norm}(x)))$（`norm_position="sandwich"`，也就是 CogView 的
+#   Sandwich-LN（三明治层归一化）所用的块，Ding et al. 2021,
+#   arXiv 2105.13290）。这样每个分支加上的都是一个大小固定的向量，所以残差流应当仍然线性增长，
+#   只是斜率由归一化决定，而不是由权重决定。Kim 等人声称，在**训练过程中**（模型最大到 3.2B
+#   参数），Peri-LN 的方差增长比 Pre-LN 更均衡，梯度也更平稳；本页不检验这一点。
+# - **LayerNorm Scaling**（层归一化缩放；Sun et al. 2025, *The Curse of Depth*,
+#   arXiv 2502.05795）把第 $l$ 层归一化的输出乘以 $1/\sqrt{l}$（`norm_position="lns"`），
+#   让深层加入的量更少，因此残差流应当比 Pre-LN 增长得慢。Sun 等人在摘要中称，Pre-LN
+#   的输出方差随深度呈指数增长，使得深层的块接近恒等映射。
+# - **可训练性。** Post-LN 需要学习率预热（Xiong et al., §3.2）；DeepNet 的 DeepNorm（Wang et al.
+#   2022, arXiv 2203.00555）保留 Post-LN 的结构，把残差乘以 $\alpha = (2N)^{1/4}$
+#   以加大其权重，把初始化按 $\beta = (8N)^{-1/4}$ 缩放，训练了 1,000
+#   层的模型；ReZero（Bachlechner et al. 2020, arXiv 2003.04887）去掉了归一化，让每个分支从权重 0
+#   开始，训练了 120 层的 Transformer。在 Xiong 等人的实验中，Pre-LN 不用预热也能训练（§4）。
+# - **源文章怎么说。** 本手册所依据的几篇源文章正确地指出，Pre-LN 只对进入各子层的输入做归一化；
+#   但它们还声称 Pre-LN 能让残差和的方差保持“相对稳定”，声称 Post-LN 超过大约 24 层就难以训练、而
+#   Pre-LN 能训练 100 层以上，并且把 Sandwich-LN 写成 $\mathrm{LN}(x + F(\mathrm{LN}(x)))$。
+#   “稳定”的说法与引理 2 相矛盾，下面会实际测量；关于深度的说法在一个小设置下用 6、24 和 48
+#   层来检验；而那个 Sandwich-LN 公式并不是 CogView 的：CogView 的代码（THUDM/CogView
+#   `mpu/sparse_transformer.py`）是把 $\mathrm{LN}(F(\mathrm{LN}(x)))$ 加到未经归一化的 $x$ 上。
+#
+# ## 设置 { #settings }
+#
+# **第 1 部分：初始化时的残差流。** 对 post、pre、sandwich 和 lns 这几种 `norm_position`，使用
+# `Stack(24, d_model=64, n_heads=4, d_ff=256, activation="relu", final_norm=False)`；每个
+# `nn.Linear` 都重新初始化为 Xavier 正态分布，偏置为零（即 `snippets/lm_experiment.py` 中的
+# `xavier_init_(stack, qkv="per_projection")`：$W_q$、$W_k$、$W_v$ 各自作为一个独立的方阵，
+# 与论文中的写法以及 Xiong 等人分析时的处理一致），与[梯度实验](../gradients_at_init/)相同；
+# 输入为单位方差的高斯向量，批大小 8，序列长度 32；随机种子 0-4；不计算梯度。测量的量：
+# 每一层之后的 $\mathbb{E}\|x_l\|^2/d$，先对词元（token）取平均，再给出各种子上的均值和离散程度。
+#
+# **第 2 部分：可训练性。**
+# `GPT(vocab_size=16, block_size=16, n_embd=32, n_head=2, n_layer=L, norm_position=P)`，使用
+# GELU，不用随机失活（dropout），$L \in \{6, 24, 48\}$，$P$ 取 post、pre、deepnorm 和
+# rezero。各个块中 `nn.Linear` 的权重与第 1 部分一样重新做 Xavier 初始化，只有 DeepNorm
+# 例外：它保留 DeepNet 自己按 $\beta$ 缩放的 Xavier 初始化（由 `GPT`
+# 施加）；嵌入和与之绑定的输出层保留 GPT-2 的 $\mathcal{N}(0, 0.02)$。任务、
+# 训练器和结论用语都与[预热实验](../warmup/)相同，均来自 `snippets/lm_experiment.py`：
+#
+# - 任务：`MarkovLanguage(vocab_size=16, order=1, branching=2, seed=0)`，
+#   序列来自一条随机马尔可夫链，其中每个词元有两个可能的后继，概率随机；每个窗口从链走过 16
+#   步之后才开始。模型只需要看前一个词元。参照损失根据这条链精确算出，并在下面打印：`unigram`，
+#   即忽略前面词元的模型所能达到的最好损失；`optimal`，即任何模型所能达到的最好损失。
+# - 训练（`train_lm`）：Adam，学习率 $10^{-3}$，从第一步起保持不变（无预热，无梯度裁剪），betas
+#   为 (0.9, 0.98)，共 60 步，每步 8 条新序列、每条 16 个词元；模型和数据都用种子
+#   0，每个（放置方式，深度）组合只运行一次。最终损失：在训练批次之后抽取的 64 条留出序列上计算。
+# - 结论（对留出损失调用 `outcome`）：“diverged”（发散）指损失出现非有限值，或训练损失最终高于
+#   $\ln 16$；“no better than unigram”（不比 unigram 好）指留出损失高于 unigram 损失减去 0.1
+#   nats（模型只学到了词元频率，别的什么都没学到）；其余情况为“trained”（训练成功）。
+#
+# 学习率是在任何运行之前就定好的，没有调过；步数由本页允许的构建时间决定。
+#
+# 单个 CPU 线程（`torch.set_num_threads(1)`）：这些张量太小，算子内部的多线程带不来好处；
+# 单线程也让构建在共享机器上保持快速。
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+from IPython.display import display
+
+from snippets.depth_probe import lemma2_band, stream_sq_norms
+from snippets.grad_norms import power_law_fit
+from snippets.lm_experiment import MarkovLanguage, outcome, train_lm, xavier_init_
+from snippets.transformer import GPT, GPTConfig, Stack
+
+torch.set_num_threads(1)  # small tensors: threads cost more than they save
+
+N_LAYERS, D_MODEL, N_HEADS, D_FF = 24, 64, 4, 256
+BATCH, SEQ_LEN, SEEDS = 8, 32, range(5)
+STREAM = {
+    "post": "Post-LN",
+    "pre": "Pre-LN",
+    "sandwich": "Peri-LN",
+    "lns": "LN Scaling",
+}
+COLORS = {"post": "tab:red", "pre": "tab:blue", "sandwich": "tab:green"}
+COLORS.update(lns="tab:purple", deepnorm="tab:orange", rezero="tab:gray")
+
+
+def stream(position, seed):
+    torch.manual_seed(seed)
+    stack = Stack(
+        N_LAYERS,
+        D_MODEL,
+        N_HEADS,
+        D_FF,
+        norm_position=position,
+        activation="relu",
+        final_norm=False,
+    )
+    xavier_init_(stack, qkv="per_projection")  # see Settings
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(BATCH, SEQ_LEN, D_MODEL, generator=g)
+    return stream_sq_norms(stack, x)
+
+
+norms = {}  # placement -> (seeds, L + 1)
+for p in STREAM:
+    norms[p] = torch.tensor([stream(p, s) for s in SEEDS])
+lower, upper = (torch.tensor(b) for b in lemma2_band(N_LAYERS))
+
+# %% [markdown]
+# ## 第 1 部分：初始化时的残差流 { #part-1-the-residual-stream-at-initialization }
+#
+# 每一层 $l$ 之后的 $\mathbb{E}\|x_l\|^2/d$（$l = 0$ 为输入），阴影部分是引理 2 给 Pre-LN
+# 的区间。这个区间只供对照：它是在引理的设置下证明的，并不针对这个堆叠。
+
+# %%
+layers = range(N_LAYERS + 1)
+fig, ax = plt.subplots(figsize=(7, 4.2), constrained_layout=True)
+band = dict(color="tab:blue", alpha=0.12, label="Lemma 2 band (Pre-LN)")
+ax.fill_between(layers, lower, upper, **band)
+for p, name in STREAM.items():
+    mean, std = norms[p].mean(0), norms[p].std(0)
+    ax.plot(layers, mean, "o-", ms=3, color=COLORS[p], label=name)
+    ax.fill_between(layers, mean - std, mean + std, color=COLORS[p], alpha=0.25)
+ax.set_xlabel("layer l")
+ax.set_ylabel(r"$E\,\|x_l\|^2 / d$")
+ax.set_title("residual stream at initialization, 24 layers")
+ax.legend()
+plt.show()
+
+print(" l  " + "".join(f"{name:>12s}" for name in STREAM.values()) + "   Lemma 2 band")
+for i in (0, 1, 2, 4, 8, 12, 16, 20, 24):
+    cells = "".join(f"{norms[p][:, i].mean():12.2f}" for p in STREAM)
+    print(f"{i:2d}  {cells}   {lower[i]:5.1f} .. {upper[i]:5.1f}")
+
+# %% [markdown]
+# 实测的 Pre-LN 曲线相对于这个区间落在哪里？每一层又加了多少？在 Xavier 权重、$d_{ff} = 4d$
+# 的条件下，一个输入经过归一化的 ReLU 前馈分支，在期望意义上每个坐标会加上
+# $d_{ff}\cdot\frac{2}{d + d_{ff}}\cdot
+# \frac{1}{2}\cdot d\cdot\frac{2}{d + d_{ff}} = \frac{2\,d\,d_{ff}}{(d + d_{ff})^2}$，
+# 下面把它和引理中每层 $\tfrac12$ 的下界斜率放在一起计算。
+# 当各词元相互独立时，注意力加得很少（它对各词元的值取平均）；词元变得相似以后就加得多了，
+# 而在这个堆叠中，词元恰恰会随深度变得相似；
+# [梯度](../gradients_at_init/#a-loss-whose-gradient-depends-on-the-output)实验给出了余弦相似度。
+
+# %%
+pre = norms["pre"].mean(0)
+inside = ((pre >= lower) & (pre <= upper))[1:]
+below = (pre < lower)[1:]
+print(
+    f"Pre-LN layers inside the band: {int(inside.sum())} of {N_LAYERS}; below it: "
+    f"{int(below.sum())}; above it: {N_LAYERS - int(inside.sum()) - int(below.sum())}"
+)
+steps = pre.diff()  # what each layer adds to E||x||^2 / d
+print(
+    f"Pre-LN increase per layer: layers 1-4 {steps[:4].mean():.2f}, "
+    f"layers 21-24 {steps[-4:].mean():.2f} (Lemma 2: between 0.50 and 1.50)"
+)
+ffn_alone = 2 * D_MODEL * D_FF / (D_MODEL + D_FF) ** 2
+print(f"Xavier ReLU FFN alone, predicted: {ffn_alone:.2f} per layer")
+for p in ("sandwich", "lns"):
+    ratio = (norms[p][:, -1] / norms["pre"][:, -1]).mean()
+    print(f"{STREAM[p]} / Pre-LN at layer {N_LAYERS}: {ratio:.2f}x")
+post_max_dev = (norms["post"][:, 1:] - 1).abs().max()
+print(f"Post-LN: largest |E||x_l||^2/d - 1| over layers and seeds: {post_max_dev:.4f}")
+growth = norms["pre"][:, 1:] - 1  # (seeds, layers): what the layers added to the 1
+k, k_lo, k_hi = power_law_fit(list(range(1, N_LAYERS + 1)), growth)
+print(
+    "Pre-LN: E||x_l||^2/d - 1 grows like l^k,",
+    f"k = {k:.2f} [{k_lo:.2f}, {k_hi:.2f}] (linear: 1)",
+)
+
+# %% [markdown]
+# ## 第 2 部分：不同深度下的可训练性 { #part-2-trainability-at-depth }
+#
+# 每个（放置方式，深度）组合都从零开始训练一次，学习率、步数和数据都相同。点线分别是均匀猜测的
+# $\ln 16$、unigram 损失（不看前面词元时的最好损失）和最优损失。
+
+# %%
+language = MarkovLanguage(vocab_size=16, order=1, branching=2, seed=0)
+TRAIN = dict(steps=60, lr=1e-3, batch_size=8, seq_len=16, seed=0)
+DEPTHS = [6, 24, 48]
+PLACEMENTS = {
+    "post": "Post-LN",
+    "pre": "Pre-LN",
+    "deepnorm": "DeepNorm",
+    "rezero": "ReZero",
+}
+
+
+def make_gpt(position, n_layers):
+    torch.manual_seed(TRAIN["seed"])
+    config = GPTConfig(
+        vocab_size=16,
+        block_size=16,
+        n_layer=n_layers,
+        n_head=2,
+        n_embd=32,
+        norm_position=position,
+    )
+    model = GPT(config)
+    if position != "deepnorm":  # DeepNorm keeps DeepNet's beta-scaled Xavier init
+        xavier_init_(model.stack, qkv="per_projection")
+    return model
+
+
+models, runs = {}, {}
+for n in DEPTHS:
+    for p in PLACEMENTS:
+        models[p, n] = make_gpt(p, n)
+        runs[p, n] = train_lm(models[p, n], language, **TRAIN)
+base = language.baselines(TRAIN["seq_len"])
+refs = {name: base[name] for name in ("uniform", "unigram", "optimal")}  # = bigram
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True, constrained_layout=True)
+for ax, n in zip(axes, DEPTHS, strict=True):
+    for p, name in PLACEMENTS.items():
+        losses = torch.tensor(runs[p, n].losses)
+        smooth = losses.unfold(0, 10, 1).mean(1) if len(losses) >= 10 else losses
+        ax.plot(
+            range(len(losses) - len(smooth) + 1, len(losses) + 1),
+            smooth,
+            color=COLORS[p],
+            label=name,
+        )
+    for value in refs.values():
+        ax.axhline(value, color="k", ls=":", lw=0.8)
+    ax.set_title(f"{n} layers")
+    ax.set_xlabel("step")
+for label, value in refs.items():
+    axes[-1].annotate(
+        label,
+        (1, value),
+        xycoords=("axes fraction", "data"),
+        ha="right",
+        textcoords="offset points",
+        xytext=(-2, 3),
+        fontsize=8,
+    )
+axes[0].set_ylabel("training loss (nats, mean of 10 steps)")
+axes[0].legend()
+plt.show()
+
+fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+for p, name in PLACEMENTS.items():
+    eval_losses = [runs[p, n].eval_loss for n in DEPTHS]
+    ax.plot(DEPTHS, eval_losses, "o-", color=COLORS[p], label=name)
+for label, value in refs.items():
+    ax.axhline(value, color="k", ls=":", lw=0.8)
+    offset = dict(textcoords="offset points", xytext=(0, 3), fontsize=8)
+    ax.annotate(label, (DEPTHS[0], value), **offset)
+ax.set_xscale("log")
+ax.set_xticks(DEPTHS, [str(n) for n in DEPTHS])
+ax.minorticks_off()
+ax.set_xlabel("number of layers L")
+ax.set_ylabel(f"held-out loss after {TRAIN['steps']} steps (nats)")
+ax.legend()
+plt.show()
+
+# %%
+gap = base["unigram"] - base["optimal"]
+print(", ".join(f"{k}: {v:.3f}" for k, v in base.items()), "(nats)")
+print(
+    f"held-out loss after {TRAIN['steps']} steps",
+    "(share of the gap from 'unigram' to 'optimal' closed)",
+)
+print("placement " + "".join(f"{f'L = {n}':>18s}" for n in DEPTHS))
+for p, name in PLACEMENTS.items():
+    cells = []
+    for n in DEPTHS:
+        r = runs[p, n]
+        closed = (base["unigram"] - r.eval_loss) / gap
+        cell = f"{r.eval_loss:.3f} ({closed:4.0%})"
+        cells.append("diverged (nan)" if r.diverged else cell)
+    print(f"{name:9s} " + "".join(f"{c:>18s}" for c in cells))
+n_diverged = sum(r.diverged for r in runs.values())
+print(f"runs that diverged: {n_diverged} of {len(runs)}")
+
+# the verdict words of the warmup experiment, on the held-out loss
+verdicts = {key: outcome(r, base, loss="eval") for key, r in runs.items()}
+print("\nverdict after training")
+for p, name in PLACEMENTS.items():
+    print(f"{name:9s} " + "; ".join(f"L = {n}: {verdicts[p, n]}" for n in DEPTHS))
+rezero_alpha = {}
+for n in DEPTHS:
+    model = models["rezero", n]
+    branches = [c for b in model.stack.layers for c in (b.attn, b.mlp)]
+    alpha = max(abs(c.alpha.item()) for c in branches)
+    rezero_alpha[n] = alpha
+    print(f"ReZero, {n:2d} layers: largest |alpha| after training {alpha:.3f}")
+
+# %% [markdown]
+# ## 观察结果 { #what-we-saw }
+#
+# 上面的表格就是结果；请对照它们阅读：
+#
+# - **Pre-LN 的残差流随深度增长，Post-LN 的则不会。** Post-LN 在每一层都保持在归一化的尺度上。
+#   Pre-LN 的残差流一层接一层地增长，所以源文章所说的“相对稳定”的方差在初始化时是错的，而引理 2
+#   所描绘的残差流不断增长的图景是成立的。曲线相对于区间的位置已在上面打印：
+#   最初几层略低于区间（如前面计算的那样，$d_{ff} = 4d$ 时，Xavier
+#   初始化的前馈分支加上的量小于引理的下界斜率），而每层的增量随深度上升，
+#   所以增长比线性略快（见上面的 $k$）。这种上升与词元随深度变得相似（梯度实验中测得）相吻合：
+#   这时注意力对各个值取平均，也就不再把它们缩小了。这个区间是针对一种简化的层证明的，
+#   不是针对这里的层。
+# - **在初始化时，Peri-LN 比 Pre-LN 增长得快，LayerNorm Scaling 则慢得多。**
+#   对每个分支的输出做归一化，使每个子层加上的都是一个大小等于归一化尺度、与权重无关的向量，所以
+#   Peri-LN 的残差流稳定增长；Kim 等人的论断针对的是训练过程，这一部分并不测量。LayerNorm Scaling
+#   缩小了深层加入的量，这正是 Sun 等人的用意。Sun 等人在摘要中说 Pre-LN
+#   的输出方差随深度呈指数增长；而在这里，在初始化时、24 层以内，增长可以用 $l$
+#   的幂函数来拟合（见上面的 $k$）。至于更深时或在训练过程中（他们的论断可能适用于这些情形）
+#   增长是否会变成指数式，本页没有检验。
+# - **可训练性。** 结论行说明了哪些运行发散了、哪些最终不比 unigram
+#   好、哪些训练成功。在这个设置下，Post-LN 在 6 层时能训练，在 24 层和 48
+#   层时则停滞不前：它的留出损失停在 unigram 损失上，也就是忽略前面词元的模型所能达到的最好损失。
+#   它并没有发散。这与[梯度实验](../gradients_at_init/)在其（非因果、更宽的）
+#   堆叠中于初始化时测到的结果相符：深层 Post-LN 堆叠顶部的各词元几乎完全相同，
+#   因此其输出几乎不依赖于输入。Noci 等人 2022 年（arXiv 2206.03126）报告了 Post-LN Transformer
+#   中同样的、随深度加剧的对齐现象，并发现它可能会阻碍训练；本页并不能证明它就是这里的原因。
+#   DeepNorm 在测试的每种深度下都能训练，Pre-LN 也是如此，不过在这个训练预算下，Pre-LN 在 24 层和
+#   48 层时弥合的差距比 DeepNorm 少（各自的比例已打印）。ReZero
+#   几乎没有动。它的每个分支都通过一个从 0 开始的 $\alpha$ 接入，而 Adam
+#   每一步对一个权重的改变最多约为学习率的大小（Kingma & Ba 2015, arXiv 1412.6980,
+#   §2.1）：打印出的 $|\alpha|$ 在以 $10^{-3}$ 训练 60
+#   步后依然很小，所以各分支对嵌入的贡献仍然很少。源文章所说的“Post-LN 超过约 24
+#   层就难以训练”与这一个设置相符；“Pre-LN 能训练 100 层以上”则超出了本页检验的范围。
+# - **结论能推广到多远。** 这只是一个小设置，每次运行只用一个种子，以一个学习率、不用预热训练 60
+#   步。换一个学习率、宽度、步数或初始化方式，结果都可能改变，而单个种子也显示不出结果的离散程度：
+#   请把这张表看作在这里发生的情况，而不是对各种放置方式的排名。
+#
+# ## 参考资料 { #sources }
+#
+# - Xiong et al. 2020, arXiv 2002.04745：§3.2（预热），§3.3（引理 2），§4。
+# - Kim et al. 2025 (Peri-LN), arXiv 2502.02732；Ding et al. 2021 (CogView, Sandwich-LN),
+#   arXiv 2105.13290，代码见 THUDM/CogView `mpu/sparse_transformer.py`。
+# - Sun et al. 2025, *The Curse of Depth in Large Language Models*, arXiv 2502.05795。
+# - Wang et al. 2022 (DeepNet), arXiv 2203.00555，$\alpha$ 和 $\beta$ 见图 2(b)。
+# - Bachlechner et al. 2020 (ReZero), arXiv 2003.04887。
+# - Kingma & Ba 2015 (Adam), arXiv 1412.6980, §2.1。
+# - Noci et al. 2022, *Signal propagation in Transformers*, arXiv 2206.03126。
+# - 代码：`snippets/depth_probe.py`（残差流探针）、`snippets/lm_experiment.py`（任务、训练器、
+#   `outcome` 和 `xavier_init_`）、`snippets/grad_norms.py`（`power_law_fit`）、
+#   `snippets/transformer.py`（`Stack`、`GPT`），各自都有测试。
+
+# %%
+results = {}
+for p in STREAM:
+    results[f"{p}_stream_sq_norm_L{N_LAYERS}"] = f"{norms[p][:, -1].mean():.2f}"
+results["pre_stream_increase_first_layers"] = f"{steps[:4].mean():.2f}"
+results["pre_stream_increase_last_layers"] = f"{steps[-4:].mean():.2f}"
+results["pre_layers_inside_lemma2_band"] = f"{int(inside.sum())}/{N_LAYERS}"
+results["pre_stream_growth_exponent"] = f"{k:.2f}"
+for (p, n), r in runs.items():
+    results[f"final_loss_{p}_L{n}"] = "diverged" if r.diverged else f"{r.eval_loss:.2f}"
+results["runs_diverged"] = f"{n_diverged}/{len(runs)}"
+# the names the claims ledger quotes
+results["pre_last_sq_norm"] = results[f"pre_stream_sq_norm_L{N_LAYERS}"]
+results["post_last_sq_norm"] = results[f"post_stream_sq_norm_L{N_LAYERS}"]
+for p in PLACEMENTS:
+    results[f"{p}_48_loss"] = results[f"final_loss_{p}_L48"]
+results["rezero_48_max_alpha"] = f"{rezero_alpha[48]:.3f}"
+results["unigram_loss"] = f"{base['unigram']:.2f}"
+results["optimal_loss"] = f"{base['optimal']:.2f}"
+for p in PLACEMENTS:
+    results[f"{p}_48_verdict"] = verdicts[p, 48]
+display(
+    {
+        "application/vnd.resnorm.results+json": results,
+        "text/plain": "\n".join(f"{k}: {v}" for k, v in results.items()),
+    },
+    raw=True,
+)
