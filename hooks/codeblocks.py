@@ -14,15 +14,24 @@ import re
 MARKER = re.compile(
     r"^(?P<indent>[ \t]*)<!--pytest-codeblocks:(?P<kind>cont|expected-output)-->[ \t]*$", re.M
 )
-LABELS = {
-    "cont": '<p class="rn-cont">Continues the code above: run that block first.</p>',
-    "expected-output": '<p class="rn-output">Output</p>',
+LABELS = {  # per language of the build (mkdocs-static-i18n sets the theme's)
+    "en": {
+        "cont": '<p class="rn-cont">Continues the code above: run that block first.</p>',
+        "expected-output": '<p class="rn-output">Output</p>',
+    },
+    "zh": {
+        "cont": '<p class="rn-cont">接续上面的代码：请先运行上一个代码块。</p>',
+        "expected-output": '<p class="rn-output">输出</p>',
+    },
 }
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
+    lang = config.theme.get("language", "en")
+    labels = LABELS.get(lang, LABELS["en"])
+
     def label(match: re.Match) -> str:
         indent = match.group("indent")
-        return f"{indent}{LABELS[match.group('kind')]}\n\n{match.group(0)}"
+        return f"{indent}{labels[match.group('kind')]}\n\n{match.group(0)}"
 
     return MARKER.sub(label, markdown)

@@ -451,7 +451,7 @@ def _execute_in_background(pending: list[tuple[str, Path, Path]], root: Path) ->
     threading.Thread(target=run, name="notebooks", daemon=True).start()
 
 
-def placeholder(source: Path, target: Path, failure: str | None) -> Path:
+def placeholder(source: Path, target: Path, failure: str | None, lang: str) -> Path:
     """A stand-in notebook for a page whose notebook has not finished executing."""
     import jupytext
     import nbformat
@@ -460,55 +460,143 @@ def placeholder(source: Path, target: Path, failure: str | None) -> Path:
         (c.source.splitlines()[0] for c in jupytext.read(source).cells if c.source.strip()),
         f"# {source.stem}",
     )
-    if failure:
-        text = f"**This notebook failed to execute**: {failure}. The console says more."
-    else:
-        text = (
-            "**This notebook is being executed**, because the site is served for the first "
-            "time or its code changed. The page reloads by itself when the run is done; "
-            "nothing from an earlier run is shown in the meantime."
-        )
+    text = LABELS[lang]["failed"].format(failure=failure) if failure else LABELS[lang]["running"]
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell(f"{title}\n\n{text}")]
-    path = ROOT / CACHE / "pending" / ("failed" if failure else "running") / target.name
+    name = f"{source.stem}.ipynb"  # name.zh.ipynb for a twin
+    path = ROOT / CACHE / "pending" / ("failed" if failure else "running") / name
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
     return path
 
 
-@event_priority(-50)  # after mkdocs-jupyter has wrapped the notebook files
+LOCALE = re.compile(r"\.(zh)$")  # notebook.zh.py: the Chinese twin of notebook.py
+DEFAULT_LANGUAGE = "en"
+LABELS = {
+    "en": {
+        "running": (
+            "**This notebook is being executed**, because the site is served for the first "
+            "time or its code changed. The page reloads by itself when the run is done; "
+            "nothing from an earlier run is shown in the meantime."
+        ),
+        "failed": "**This notebook failed to execute**: {failure}. The console says more.",
+        "measuring": "*(being measured: the notebook is still executing)*",
+        "imports": "Code this notebook imports:",
+    },
+    "zh": {
+        "running": (
+            "**这个笔记本正在执行**：站点第一次启动，或者它的代码改了。运行结束后页面会自动"
+            "刷新；在此之前不会显示任何旧的运行结果。"
+        ),
+        "failed": "**这个笔记本执行失败**：{failure}。详情见控制台输出。",
+        "measuring": "*（正在测量：笔记本仍在执行）*",
+        "imports": "本笔记本导入的代码：",
+    },
+}
+
+
+def language(config) -> str:
+    """The language this build renders (mkdocs-static-i18n sets the theme's per language)."""
+    lang = config.theme.get("language", DEFAULT_LANGUAGE)
+    return lang if lang in LABELS else DEFAULT_LANGUAGE
+
+
+def english_twin(source: Path) -> Path:
+    """docs/x/name.zh.py -> docs/x/name.py: the notebook whose code both pages run."""
+    return source.with_name(LOCALE.sub("", source.stem) + source.suffix)
+
+
+def notebook_stem(src_uri: str) -> str:
+    """The name pages quote a notebook by, the same in every language."""
+    return LOCALE.sub("", Path(src_uri).stem)
+
+
+def translated_copy(executed: Path, twin: Path) -> Path:
+    """The executed English notebook with its Markdown cells (and code-cell metadata, such as
+    a plot's alt text) taken from ``twin``: the page of the twin, without a second run.
+
+    The twin's code cells must be the English notebook's, in the same order; the executed
+    notebook has the same cells plus the inlined snippet cells."""
+    import jupytext
+    import nbformat
+
+    nb = nbformat.read(executed, as_version=4)
+    own = [c for c in nb.cells if SNIPPET_TAG not in c.metadata.get("tags", [])]
+    theirs = jupytext.read(twin).cells
+    english = jupytext.read(english_twin(twin)).cells
+    if [c.cell_type for c in theirs] != [c.cell_type for c in english]:
+        raise PluginError(f"{twin}: its cells are not its English twin's, cell for cell")
+    for mine, tr, en in zip(own, theirs, english, strict=True):
+        if tr.cell_type == "markdown":
+            mine.source = tr.source
+        elif tr.source != en.source:
+            raise PluginError(
+                f"{twin}: a code cell differs from {english_twin(twin).name}'s; the two "
+                "languages run the same code (copy the English cell)"
+            )
+        else:
+            mine.metadata.update({k: v for k, v in tr.metadata.items() if k != "tags"})
+    target = executed.with_name(f"{executed.stem}.{LOCALE.search(twin.stem).group(1)}.ipynb")
+    text = nbformat.writes(nb)
+    if not target.is_file() or target.read_text(encoding="utf-8") != text:
+        target.write_text(text, encoding="utf-8")  # unchanged: keep the mtime
+    return target
+
+
+def as_page(file, config):
+    """mkdocs-static-i18n re-creates every file as a plain File, which drops mkdocs-jupyter's
+    wrapper that makes a .py notebook a page: wrap it again, keeping the i18n destination."""
+    from mkdocs_jupyter.plugin import NotebookFile
+
+    if file.is_documentation_page():
+        return file
+    page = NotebookFile(file, **config)
+    page.dest_path, page.abs_dest_path, page.url = file.dest_path, file.abs_dest_path, file.url
+    return page
+
+
+@event_priority(-150)  # after mkdocs-jupyter and mkdocs-static-i18n have set up the files
 def on_files(files: Files, config) -> Files:
     root = ROOT
-    _used.clear()
-    _results.clear()
-    if not _dirty:  # a dirty rebuild renders some pages only: keep what the others use
-        _classes.clear()
+    lang = language(config)
+    if lang == DEFAULT_LANGUAGE:  # the other languages' builds follow in the same run
+        _used.clear()
+        _results.clear()
+        if not _dirty:  # a dirty rebuild renders some pages only: keep what the others use
+            _classes.clear()
     notebooks, pending = [], []
     for file in list(files):
         if not is_notebook(file.src_uri):
             continue
+        page = as_page(file, config)
+        if page is not file:
+            files.remove(file)
+            files.append(page)
         source = Path(file.abs_src_path)
-        executed = root / CACHE / cache_key(source, root) / (source.stem + ".ipynb")
-        notebooks.append((file, source, executed))
+        english = english_twin(source)
+        executed = root / CACHE / cache_key(english, root) / (english.stem + ".ipynb")
+        notebooks.append((page, source, executed))
         with _lock:
             busy = executed in _in_flight or executed in _failed
         if not executed.is_file() and not busy:
-            pending.append((file.src_uri, source, executed))
+            pending.append((english.relative_to(root / "docs").as_posix(), english, executed))
     if pending and _serving:
         _execute_in_background(pending, root)
     elif pending:
         execute_all(pending, root, notebook_jobs())
-    for file, source, executed in notebooks:
-        # Set on the file object mkdocs-jupyter made (its wrapper), which reads the
-        # notebook from abs_src_path when it renders the page.
+    for page, source, executed in notebooks:
+        # Set on the file object mkdocs-jupyter reads the notebook from (abs_src_path)
+        # when it renders the page.
         if executed.is_file():
-            _used[executed.name] = executed.parent
-            _results[source.stem] = published_results(executed)
-            file.abs_src_path = str(executed)
+            twin = source != english_twin(source)
+            shown = translated_copy(executed, source) if twin else executed
+            _used[shown.name] = executed.parent
+            _results[notebook_stem(page.src_uri)] = published_results(executed)
+            page.abs_src_path = str(shown)
         else:  # serving, and still running (or failed): never an earlier run's outputs
             with _lock:
                 failure = _failed.get(executed)
-            file.abs_src_path = str(placeholder(source, executed, failure))
+            page.abs_src_path = str(placeholder(source, executed, failure, lang))
     return files
 
 
@@ -525,8 +613,42 @@ MATHJAX_CONFIG = re.compile(
 )
 
 
+# A translated notebook's heading carries its English twin's anchor, as Markdown pages do:
+# "## 设置 { #settings }". Notebook Markdown has no attribute syntax, so the page's
+# heading ids, table of contents and title are set from it here.
+HEADING = re.compile(
+    r'<h([1-6]) id="([^"]*)">(.*?)\s*\{\s*#([\w-]+)\s*\}(<a class="anchor-link" href="#)([^"]*)"'
+)
+ANCHOR_ATTR = re.compile(r"\s*\{\s*#[\w-]+\s*\}\s*$")
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    if not is_notebook(page.file.src_uri):
+        return html
+    ids: dict[str, str] = {}
+
+    def heading(match: re.Match) -> str:
+        level, old, text, new, link, _ = match.groups()
+        ids[old] = new
+        return f'<h{level} id="{new}">{text}{link}{new}"'
+
+    html = HEADING.sub(heading, html)
+
+    def fix(items) -> None:
+        for item in items:
+            item.title = ANCHOR_ATTR.sub("", item.title)
+            item.id = ids.get(item.id, item.id)
+            fix(item.children)
+
+    if page.toc:
+        fix(page.toc)
+    if page.title:
+        page.title = ANCHOR_ATTR.sub("", page.title)
+    return html
+
+
 def _is_notebook_stem(stem: str, files) -> bool:
-    return any(is_notebook(f.src_uri) and Path(f.src_uri).stem == stem for f in files)
+    return any(is_notebook(f.src_uri) and notebook_stem(f.src_uri) == stem for f in files)
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
@@ -535,7 +657,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     def quote(match: re.Match) -> str:
         notebook, key = match.groups()
         if _serving and notebook not in _results and _is_notebook_stem(notebook, files):
-            return "*(being measured: the notebook is still executing)*"
+            return LABELS[language(config)]["measuring"]
         if notebook not in _results:
             raise PluginError(f"{page.file.src_uri}: no executed notebook named {notebook!r}")
         if key not in _results[notebook]:
@@ -553,7 +675,7 @@ SNIPPET_CELL = re.compile(r'<div[^>]*class="jp-Cell [^"]*\bcelltag_' + SNIPPET_T
 DIV_TAG = re.compile(r"<div\b|</div>")
 
 
-def collapse_snippet_cells(html: str) -> str:
+def collapse_snippet_cells(html: str, lang: str = DEFAULT_LANGUAGE) -> str:
     """Wrap each inlined snippet cell of a notebook page in a closed <details>."""
     out, pos = [], 0
     for match in SNIPPET_CELL.finditer(html):
@@ -572,7 +694,7 @@ def collapse_snippet_cells(html: str) -> str:
         label = f"snippets/{name.group(1)}.py" if name else "snippet"
         out.append(html[pos : match.start()])
         out.append(
-            f'<details class="info rn-snippet-cell"><summary>Code this notebook imports: '
+            f'<details class="info rn-snippet-cell"><summary>{LABELS[lang]["imports"]} '
             f"<code>{label}</code></summary>\n{cell}\n</details>"
         )
         pos = end
@@ -587,7 +709,7 @@ def on_post_page(html: str, page, config) -> str:
         _classes.update(classes.split())
     html = MATHJAX_CONFIG.sub("", html)
     html = REMOTE_SCRIPT.sub("", html)
-    html = collapse_snippet_cells(html)
+    html = collapse_snippet_cells(html, language(config))
 
     def move_out(match: re.Match) -> str:
         css = match.group(1)
