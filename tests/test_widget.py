@@ -6,7 +6,8 @@ the random button pressed with Enter. For each of many random settings, every
 number the widget shows (its ``data-value`` and its visible text) is compared with
 the float64 reference in ``snippets/vector_through_block.py`` for the same setting.
 Also: the erf it implements, its random vectors, Tab order, dark mode, a 375-px
-screen, instant navigation, and what the page transfers.
+screen, instant navigation, what the page transfers, and its words: a page in
+another language (the Chinese twin) gives all of them, and the numbers stay the same.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from snippets.vector_through_block import (
     stream_stds,
     widget_weights,
 )
-from tests.conftest import ARTIFACTS
+from tests.conftest import ARTIFACTS, ROOT
 from tests.test_browser import Visit, browser, server  # noqa: F401 (shared fixtures)
 
 pytestmark = pytest.mark.browser
@@ -575,3 +576,121 @@ def test_page_transfer_stays_within_budget(browser, server, built_site):  # noqa
     )
     assert sizes["/" + JSON_PATH] <= 80_000
     assert total <= PAGE_BUDGET, f"{total} bytes gzip: {sizes}"
+
+
+# --- The words of another language ----------------------------------------------------------
+
+ZH_SOURCE = ROOT / "docs/experiments/vector_widget.zh.md"
+ZH_URL = "/zh/experiments/vector_widget/"
+STRINGS_BLOCK = re.compile(
+    r'<script type="application/json" class="rn-vw-strings">(.*?)</script>', re.DOTALL
+)
+# English words a Chinese text keeps: the names of the norms and of the placements
+KEPT_NAMES = {"LayerNorm", "RMSNorm", "Pre", "Post", "Peri", "OLMo"}
+WORD = re.compile(r"[A-Za-z]{3,}")  # shorter runs are symbols: x, d, s, N, LN, F
+
+
+def chinese_strings() -> str:
+    """The JSON the Chinese page puts in the widget's element."""
+    blocks = STRINGS_BLOCK.findall(ZH_SOURCE.read_text(encoding="utf-8"))
+    assert len(blocks) == 1, f"{ZH_SOURCE.name}: one block of widget strings"
+    return blocks[0]
+
+
+def words_of(root) -> list[str]:
+    """The words a reader sees or hears in a mounted widget: its text outside formulas and
+    numbers, and every aria-label."""
+    return root.evaluate(
+        """(root) => {
+            const out = [];
+            const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+            for (let n; (n = walk.nextNode()); ) {
+                if (!n.parentElement.closest('code, script, .rn-vw-num')) out.push(n.textContent);
+            }
+            for (const e of root.querySelectorAll('[aria-label]')) {
+                out.push(e.getAttribute('aria-label'));
+            }
+            return out;
+        }"""
+    )
+
+
+def english_words(texts: list[str]) -> set[str]:
+    return {w for t in texts for w in WORD.findall(t)} - KEPT_NAMES
+
+
+def numbers_of(root) -> list[tuple[str, str, str]]:
+    return root.evaluate(
+        """(root) => [...root.querySelectorAll('[data-value]')].map(
+            (e) => [e.dataset.key, e.dataset.value, e.textContent])"""
+    )
+
+
+def check_chinese(zh, en, page) -> None:
+    """The Chinese widget `zh`, at its start, against the English one `en`."""
+    assert len(english_words(words_of(en))) > 20, "the check can see English"
+    assert not english_words(words_of(zh)), sorted(english_words(words_of(zh)))
+    assert numbers_of(zh) == numbers_of(en), "the same numbers, shown the same way"
+    assert [e.text_content() for e in zh.locator(".rn-vw-label").all()] == [
+        e.text_content() for e in en.locator(".rn-vw-label").all()
+    ], "the stage labels are formulas, the same in every language"
+    box = zh.locator('[data-control="eps"]')  # a value it cannot use: said in Chinese
+    box.focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("0")
+    said = zh.locator(".rn-vw-status").text_content()
+    assert said and not english_words([said]) and "0.00001" in said, said
+    page.keyboard.press("Tab")
+    assert zh.locator(".rn-vw-status").text_content() == ""
+
+
+def test_a_page_gives_the_widget_its_words(visit):
+    """The Chinese strings, mounted in a second widget on the English page: every word
+    comes from the page, none is left in English, and the numbers are the English ones."""
+    page = visit.page
+    Widget(visit)
+    text = chinese_strings()
+    defaults = page.evaluate("Object.keys(window.ResNormVectorWidget.STRINGS)")
+    assert sorted(json.loads(text)) == sorted(defaults), "every string, and only those"
+    page.evaluate(
+        """(text) => {
+            const root = document.createElement('div');
+            root.className = 'rn-vector-widget';
+            root.id = 'rn-vw-zh';
+            const block = document.createElement('script');
+            block.type = 'application/json';
+            block.className = 'rn-vw-strings';
+            block.textContent = text;
+            root.append(block);
+            document.querySelector('.rn-vector-widget').after(root);
+            window.ResNormVectorWidget.mountAll();
+        }""",
+        text,
+    )
+    page.wait_for_selector('#rn-vw-zh[data-mounted="true"] .rn-vw-num')
+    zh = page.locator("#rn-vw-zh")
+    en = page.locator(".rn-vector-widget:not(#rn-vw-zh)")
+    check_chinese(zh, en, page)
+    assert numbers_of(zh) == numbers_of(en)  # the status message changed no number
+    visit.check_clean()
+    ARTIFACTS.mkdir(exist_ok=True)
+    zh.screenshot(path=str(ARTIFACTS / "widget-zh-strings.png"))
+
+
+def test_the_chinese_page_shows_the_widget_in_chinese(browser, server, built_site):  # noqa: F811
+    if not (built_site / ZH_URL.lstrip("/") / "index.html").is_file():
+        pytest.skip(f"the build has no Chinese edition yet (no {ZH_URL}index.html)")
+    zh, en = Visit(browser, server + ZH_URL), Visit(browser, server + URL)
+    try:
+        for v in (zh, en):
+            v.page.wait_for_selector('.rn-vector-widget[data-mounted="true"] .rn-vw-num')
+        assert zh.page.evaluate("document.documentElement.lang").startswith("zh")
+        check_chinese(
+            zh.page.locator(".rn-vector-widget"), en.page.locator(".rn-vector-widget"), zh.page
+        )
+        zh.check_clean()
+        en.check_clean()
+        zh.screenshot("widget-zh")
+    finally:
+        zh.close()
+        en.close()

@@ -8,22 +8,34 @@
 // float64, as connection_stages and stream_stds compute it there; the tests compare the
 // two. Material's instant navigation swaps pages without a reload, so the widget mounts
 // on every page change (document$), wherever a page has a .rn-vector-widget element.
+//
+// Words: every string the reader sees or hears is in STRINGS below, in English. A page in
+// another language puts its own strings in the mount element, as JSON that the widget
+// reads before it replaces the element's content:
+//   <div class="rn-vector-widget" markdown="0">
+//   <script type="application/json" class="rn-vw-strings">{"seed": "种子", …}</script>
+//   </div>
+// Any key it leaves out keeps the English; {name} marks where a value goes. The strings
+// travel with the page they belong to (experiments/vector_widget.zh.md), so this file
+// needs no list of languages, and instant navigation between languages needs nothing
+// more. Numbers are never localized: every language shows the same digits.
 (() => {
   "use strict";
 
   const SCRIPT_URL = document.currentScript ? document.currentScript.src : document.baseURI;
   const DATA_URL = new URL("../assets/widget/vector_block.json", SCRIPT_URL).href;
 
+  // The placements and norms; their names are in STRINGS (placement.<id>, norm.<id>).
   const PLACEMENTS = [
-    { id: "post", name: "Post-LN", formula: "N(x + s·F(x))" },
-    { id: "pre", name: "Pre-LN", formula: "x + s·F(N(x))" },
-    { id: "sandwich", name: "Sandwich / Peri-LN", formula: "x + N2(s·F(N1(x)))" },
-    { id: "output", name: "Output norm (OLMo 2)", formula: "x + N(s·F(x))" },
-    { id: "none", name: "No norm", formula: "x + s·F(x)" },
+    { id: "post", formula: "N(x + s·F(x))" },
+    { id: "pre", formula: "x + s·F(N(x))" },
+    { id: "sandwich", formula: "x + N2(s·F(N1(x)))" },
+    { id: "output", formula: "x + N(s·F(x))" },
+    { id: "none", formula: "x + s·F(x)" },
   ];
   const NORMS = [
-    { id: "layernorm", name: "LayerNorm", label: "LN" },
-    { id: "rmsnorm", name: "RMSNorm", label: "RMSNorm" },
+    { id: "layernorm", label: "LN" },
+    { id: "rmsnorm", label: "RMSNorm" },
   ];
   const DIM = { min: 2, max: 16 };
   const DEPTH = { min: 1, max: 64 };
@@ -33,6 +45,86 @@
   const START = {
     d: 8, seed: 0, placement: "pre", norm: "layernorm", eps: "1e-5", scale: 1, depth: 12,
   };
+
+  // Every word the widget shows, in English; a page may replace any of them (see the top).
+  const STRINGS = Object.freeze({
+    "placement.post": "Post-LN",
+    "placement.pre": "Pre-LN",
+    "placement.sandwich": "Sandwich / Peri-LN",
+    "placement.output": "Output norm (OLMo 2)",
+    "placement.none": "No norm",
+    "norm.layernorm": "LayerNorm",
+    "norm.rmsnorm": "RMSNorm",
+    // controls
+    dimension: "Dimension d",
+    vector: "The vector x",
+    seed: "Seed",
+    random: "New random x (next seed)",
+    placement: "Placement (N is the norm)",
+    norm: "Norm N (fresh: weight 1, bias 0)",
+    eps: "ε",
+    scale: "Scale s of F's output",
+    scaleShort: "Scale s",
+    depth: "Depth N (stacked connections)",
+    depthShort: "Depth N",
+    typed: "{label}, typed", // the aria-label of the number field beside a slider
+    // what a typed value that cannot be used is told
+    seedName: "The seed",
+    wholeNumber: "{what} must be a whole number from {lo} to {hi}",
+    number: "{what} must be a number",
+    positive: "ε must be a number > 0",
+    kept: "{problem}; the widget keeps {value}.",
+    // the stages
+    stagesHeading: "The stages of one connection",
+    summary: "{placement} with {norm}: {stages}.",
+    summaryNoNorm: "{placement}: {stages}.",
+    description:
+      "One panel per stage, in the order computed. In each, one bar per entry of the vector, " +
+      "drawn from a zero line in the middle (negative to the left, in another colour) on one " +
+      "scale shared by all panels, so that the longest bar is the largest absolute value of " +
+      "any stage; the number at the end of each bar is its value, and the line above the bars " +
+      "gives the stage's mean and standard deviation (biased, as LayerNorm's).",
+    stageLabel:
+      "Stage {stage} of {count}, {label}: {values} values, mean {mean}, standard deviation {std}",
+    stats: "mean {mean} · std {std}",
+    // the stream
+    depthHeading: "The stream through N connections",
+    chartLabel:
+      "Line chart: the standard deviation of the stream after 0 to {layers} {placement} " +
+      "connections, on a logarithmic axis; the list below gives every value.",
+    chartCaption:
+      "The standard deviation of the stream after each of {layers} identical {placement} " +
+      "connections (same F and settings, no final norm): layer 0, x itself, on the left, " +
+      "layer {layers} on the right. The vertical axis is logarithmic, from {min} (the " +
+      "smallest) at the bottom to {max} (the largest) at the top. Every layer's value:",
+    layer: "layer {layer}",
+    loadError: "The interactive picture could not load its weights ({error}).",
+  });
+
+  // The root's strings: its JSON block over the English ones. A block that cannot be read
+  // leaves the English, with a warning in the console.
+  function readStrings(root) {
+    const block = root.querySelector("script.rn-vw-strings");
+    let own = {};
+    if (block) {
+      try {
+        own = JSON.parse(block.textContent);
+      } catch (err) {
+        console.warn("vector widget: the page's strings are not JSON; English is used.", err);
+      }
+    }
+    const words = { ...STRINGS };
+    for (const [key, value] of Object.entries(own || {})) {
+      if (key in STRINGS && typeof value === "string") words[key] = value;
+    }
+    return words;
+  }
+
+  // A template with its {name} places filled: a list of strings and nodes, for el().
+  const fill = (template, values) =>
+    template.split(/\{(\w+)\}/).map((part, i) => (i % 2 ? values[part] ?? `{${part}}` : part));
+  // The same, as one string (for attributes and status text).
+  const fillText = (template, values) => fill(template, values).join("");
 
   // --- erf and GELU ----------------------------------------------------------------------
   // JavaScript has no Math.erf. Two classical expansions cover the line to about 1e-15
@@ -242,15 +334,10 @@
   const num = (key, v) =>
     el("span", { class: "rn-vw-num", "data-key": key, "data-value": String(v) }, format(v));
 
-  const DESCRIPTION =
-    "One panel per stage, in the order computed. In each, one bar per entry of the vector, " +
-    "drawn from a zero line in the middle (negative to the left, in another colour) on one " +
-    "scale shared by all panels, so that the longest bar is the largest absolute value of any " +
-    "stage; the number at the end of each bar is its value, and the line above the bars gives " +
-    "the stage's mean and standard deviation (biased, as LayerNorm's).";
-
-  function mount(root, data) {
+  function mount(root, data, words) {
     const uid = `rn-vw-${++counter}`;
+    const placements = PLACEMENTS.map((p) => ({ ...p, name: words[`placement.${p.id}`] }));
+    const norms = NORMS.map((m) => ({ ...m, name: words[`norm.${m.id}`] }));
     const id = (name) => `${uid}-${name}`;
     const state = {
       d: START.d,
@@ -278,7 +365,7 @@
         const value = input.value.trim() === "" ? NaN : Number(input.value);
         const problem = parse(value);
         input.setAttribute("aria-invalid", problem ? "true" : "false");
-        report(name, problem ? `${problem}; the widget keeps ${current()}.` : "");
+        report(name, problem ? fillText(words.kept, { problem, value: current() }) : "");
         if (!problem) apply(value);
       });
       input.addEventListener("change", () => {
@@ -293,8 +380,8 @@
     const integer = (what, lo, hi) => (v) =>
       Number.isInteger(v) && v >= lo && v <= hi
         ? ""
-        : `${what} must be a whole number from ${lo} to ${hi}`;
-    const finite = (what) => (v) => (Number.isFinite(v) ? "" : `${what} must be a number`);
+        : fillText(words.wholeNumber, { what, lo, hi });
+    const finite = (what) => (v) => (Number.isFinite(v) ? "" : fillText(words.number, { what }));
 
     // A slider and a typed number for one value.
     function pair(name, label, range, parse, apply, current) {
@@ -314,7 +401,7 @@
         step: "any",
         value: current(),
         inputmode: "decimal",
-        "aria-label": `${label}, typed`,
+        "aria-label": fillText(words.typed, { label }),
         "data-control": `${name}-number`,
       });
       slider.addEventListener("input", () => {
@@ -342,7 +429,7 @@
         el("label", { for: p.slider.id }, label), p.slider, p.box);
 
     // Controls -----------------------------------------------------------------------------
-    const dim = pair("d", "Dimension d", DIM, integer("d", DIM.min, DIM.max),
+    const dim = pair("d", words.dimension, DIM, integer("d", DIM.min, DIM.max),
       (v) => setDimension(v), () => state.d);
     const entries = el("div", { class: "rn-vw-entries" });
     let entryPairs = [];
@@ -391,7 +478,7 @@
       state.seed = v;
       draw();
     };
-    typed(seedBox, "seed", integer("The seed", 0, SEED_MAX), setSeed, () => state.seed);
+    typed(seedBox, "seed", integer(words.seedName, 0, SEED_MAX), setSeed, () => state.seed);
     const nextSeed = () => {
       state.seed = state.seed >= SEED_MAX ? 0 : state.seed + 1;
       seedBox.value = String(state.seed);
@@ -401,7 +488,7 @@
     };
     const randomButton = el("button",
       { type: "button", class: "md-button", "data-control": "random", onclick: nextSeed },
-      "New random x (next seed)");
+      words.random);
 
     function radios(name, legend, options, key) {
       const choose = (event) => {
@@ -433,7 +520,7 @@
       inputmode: "decimal",
       "data-control": "eps",
     });
-    const positive = (v) => (Number.isFinite(v) && v > 0 ? "" : "ε must be a number > 0");
+    const positive = (v) => (Number.isFinite(v) && v > 0 ? "" : words.positive);
     const setEps = (v) => {
       state.eps = v;
       render();
@@ -444,34 +531,34 @@
       state.scale = v;
       render();
     };
-    const scale = pair("scale", "Scale s", SCALE, finite("s"), setScale, () => state.scale);
+    const scale = pair("scale", words.scaleShort, SCALE, finite("s"), setScale, () => state.scale);
     const setDepth = (v) => {
       state.depth = v;
       render();
     };
-    const depth = pair("depth", "Depth N", DEPTH, integer("N", DEPTH.min, DEPTH.max), setDepth,
-      () => state.depth);
+    const depth = pair("depth", words.depthShort, DEPTH, integer("N", DEPTH.min, DEPTH.max),
+      setDepth, () => state.depth);
 
     const controls = el("div", { class: "rn-vw-controls" },
-      row("Dimension d", dim),
+      row(words.dimension, dim),
       el("fieldset", { class: "rn-vw-vector" },
-        el("legend", {}, "The vector x"),
+        el("legend", {}, words.vector),
         el("div", { class: "rn-vw-random" },
-          el("label", { for: seedBox.id }, "Seed"), seedBox, randomButton),
+          el("label", { for: seedBox.id }, words.seed), seedBox, randomButton),
         entries),
-      radios("placement", "Placement (N is the norm)", PLACEMENTS, "placement"),
-      radios("norm", "Norm N (fresh: weight 1, bias 0)", NORMS, "norm"),
+      radios("placement", words.placement, placements, "placement"),
+      radios("norm", words.norm, norms, "norm"),
       el("div", { class: "rn-vw-row rn-vw-eps" },
-        el("label", { for: epsBox.id }, "ε"), epsBox),
-      row("Scale s of F's output", scale),
-      row("Depth N (stacked connections)", depth),
+        el("label", { for: epsBox.id }, words.eps), epsBox),
+      row(words.scale, scale),
+      row(words.depth, depth),
       status,
     );
 
     // Output -------------------------------------------------------------------------------
     const summary = el("p", { class: "rn-vw-summary", id: id("summary") });
     const description = el("p", { class: "rn-vw-description", id: id("description") },
-      DESCRIPTION);
+      words.description);
     const stagesBox = el("div", {
       class: "rn-vw-stages",
       role: "group",
@@ -492,14 +579,15 @@
           el("span", { class: "rn-vw-track", "aria-hidden": "true" }, bar),
           num(`stage.${i}.entry.${j}`, t));
       });
-      const words =
-        `Stage ${i + 1} of ${count}, ${label}: ${v.length} values, ` +
-        `mean ${format(mean)}, standard deviation ${format(std)}`;
-      return el("figure", { class: "rn-vw-stage", "data-stage": i, "aria-label": words },
+      const said = fillText(words.stageLabel, {
+        stage: i + 1, count, label, values: v.length, mean: format(mean), std: format(std),
+      });
+      return el("figure", { class: "rn-vw-stage", "data-stage": i, "aria-label": said },
         el("figcaption", {},
           el("code", { class: "rn-vw-label", "data-label": label }, label),
-          el("span", { class: "rn-vw-stats" },
-            "mean ", num(`stage.${i}.mean`, mean), " · std ", num(`stage.${i}.std`, std))),
+          el("span", { class: "rn-vw-stats" }, fill(words.stats, {
+            mean: num(`stage.${i}.mean`, mean), std: num(`stage.${i}.std`, std),
+          }))),
         el("ol", { class: "rn-vw-bars" }, bars),
       );
     }
@@ -523,14 +611,12 @@
         else segments.push([]);
       });
       const layers = stds.length - 1;
-      const placement = PLACEMENTS.find((p) => p.id === state.placement).name;
+      const placement = placements.find((p) => p.id === state.placement).name;
       const svg = el("svg", {
         class: "rn-vw-chart",
         viewBox: `0 0 ${W} ${H}`,
         role: "img",
-        "aria-label":
-          `Line chart: the standard deviation of the stream after 0 to ${layers} ` +
-          `${placement} connections, on a logarithmic axis; the list below gives every value.`,
+        "aria-label": fillText(words.chartLabel, { layers, placement }),
       },
         svgEl("line", { class: "rn-vw-axis", x1: pad, y1: H - pad, x2: W - pad, y2: H - pad }),
         svgEl("line", { class: "rn-vw-axis", x1: pad, y1: pad, x2: pad, y2: H - pad }),
@@ -542,15 +628,13 @@
       );
       return el("figure", {},
         svg,
-        el("figcaption", {},
-          `The standard deviation of the stream after each of ${layers} identical ${placement} ` +
-            "connections (same F and settings, no final norm): layer 0, x itself, on the left, " +
-            `layer ${layers} on the right. The vertical axis is logarithmic, from `,
-          num("depth.min", lo), " (the smallest) at the bottom to ", num("depth.max", hi),
-          " (the largest) at the top. Every layer's value:"),
+        el("figcaption", {}, fill(words.chartCaption, {
+          layers, placement, min: num("depth.min", lo), max: num("depth.max", hi),
+        })),
         el("ol", { class: "rn-vw-depth-list" },
           stds.map((t, l) =>
-            el("li", {}, el("span", { class: "rn-vw-layer" }, `layer ${l}`), " ",
+            el("li", {},
+              el("span", { class: "rn-vw-layer" }, fillText(words.layer, { layer: l })), " ",
               num(`depth.std.${l}`, t)))),
       );
     }
@@ -561,13 +645,12 @@
       const stages = connectionStages(data, x, ...settings);
       const scaleMax = Math.max(0, ...stages.flatMap(([, v]) =>
         Array.from(v, Math.abs).filter(Number.isFinite)));
-      const placement = PLACEMENTS.find((p) => p.id === state.placement);
-      const norm = NORMS.find((m) => m.id === state.norm);
+      const placement = placements.find((p) => p.id === state.placement);
+      const norm = norms.find((m) => m.id === state.norm);
+      const chain = stages.flatMap(([label], i) => [i ? " → " : "", el("code", {}, label)]);
+      const template = state.placement === "none" ? words.summaryNoNorm : words.summary;
       summary.replaceChildren(
-        `${placement.name}${state.placement === "none" ? "" : ` with ${norm.name}`}: `,
-        ...stages.flatMap(([label], i) => [i ? " → " : "", el("code", {}, label)]),
-        ".",
-      );
+        ...fill(template, { placement: placement.name, norm: norm.name, stages: chain }).flat());
       stagesBox.replaceChildren(
         ...stages.map(([label, v], i) => stagePanel(i, stages.length, label, v, scaleMax)));
       depthBox.replaceChildren(depthChart(streamStds(data, x, ...settings, state.depth)));
@@ -577,9 +660,9 @@
     root.replaceChildren(
       controls,
       el("div", { class: "rn-vw-output" },
-        el("p", { class: "rn-vw-heading" }, "The stages of one connection"),
+        el("p", { class: "rn-vw-heading" }, words.stagesHeading),
         summary, description, stagesBox,
-        el("p", { class: "rn-vw-heading" }, "The stream through N connections"),
+        el("p", { class: "rn-vw-heading" }, words.depthHeading),
         depthBox),
     );
     render();
@@ -598,13 +681,14 @@
   function mountAll() {
     const roots = [...document.querySelectorAll(".rn-vector-widget:not([data-mounted])")];
     if (!roots.length) return;
+    const words = new Map(roots.map((root) => [root, readStrings(root)]));
     for (const root of roots) root.dataset.mounted = "loading"; // mount each one once
     loadData().then(
-      (data) => roots.forEach((root) => mount(root, data)),
+      (data) => roots.forEach((root) => mount(root, data, words.get(root))),
       (err) => {
         dataPromise = null; // the next page tries again
         for (const root of roots) {
-          root.textContent = `The interactive picture could not load its weights (${err.message}).`;
+          root.textContent = fillText(words.get(root).loadError, { error: err.message });
         }
         console.error(err);
       },
@@ -614,6 +698,7 @@
   // For the handbook's tests, and for a reader's console.
   window.ResNormVectorWidget = {
     erf, gelu, format, randomVector, mulberry32, connectionStages, streamStds, loadData,
+    STRINGS, readStrings, mountAll,
   };
 
   if (typeof document$ !== "undefined") document$.subscribe(mountAll);
