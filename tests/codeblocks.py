@@ -144,7 +144,20 @@ def _apply(block, body, args, where, last_runnable, blocks) -> None:
 
 
 def pages() -> list[Path]:
+    """Every Markdown page, English (``page.md``) and Chinese (``page.zh.md``)."""
     return sorted(DOCS.rglob("*.md"))
+
+
+LOCALE_SUFFIX = re.compile(r"\.(zh)$")
+
+
+def built_path(page: Path) -> Path:
+    """docs/x/page.md -> x/page/index.html; docs/x/page.zh.md -> zh/x/page/index.html."""
+    rel = page.relative_to(DOCS)
+    stem = LOCALE_SUFFIX.sub("", rel.stem)
+    lang = LOCALE_SUFFIX.search(rel.stem)
+    built = rel.parent if stem == "index" else rel.parent / stem
+    return (Path(lang.group(1)) / built if lang else built) / "index.html"
 
 
 def all_blocks() -> list[Block]:

@@ -1,0 +1,178 @@
+"""The Chinese edition stays in step with the English one.
+
+Every English page (``docs/x/page.md``) and notebook (``docs/x/name.py``) has a
+Chinese twin beside it (``page.zh.md``, ``name.zh.py``), built to ``/zh/``. A
+twin translates the prose and nothing else: its code blocks are the English
+page's byte for byte (so one run of each covers both), and it has as many
+diagrams, figures and measured numbers, and the same heading anchors, so links
+and the language switch land on the same section in either language.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from scripts.heading_ids import heading_ids
+from tests import codeblocks
+from tests.conftest import ROOT
+
+DOCS = ROOT / "docs"
+NOTEBOOK_DIRS = ("notebooks", "experiments")
+MEASURED = re.compile(r"\[\[measured:[\w-]+:[\w-]+\]\]")
+FIGURE = re.compile(r"!\[[^\]]*\]\([^)]*\)|<img\b|<figure\b")
+FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,}).*?^\1\2[ \t]*$", re.M | re.S)
+MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$|\\\(.*?\\\)", re.S)
+CJK = re.compile(r"[\u4e00-\u9fff]")
+LATIN = re.compile(r"[A-Za-z]")
+
+
+def is_chinese(path: Path) -> bool:
+    return path.stem.endswith(".zh")
+
+
+def english_pages() -> list[Path]:
+    pages = [p for p in DOCS.rglob("*.md") if not is_chinese(p)]
+    for folder in NOTEBOOK_DIRS:
+        pages += [p for p in (DOCS / folder).glob("*.py") if not is_chinese(p)]
+    return sorted(pages)
+
+
+def twin(page: Path) -> Path:
+    return page.with_name(f"{page.stem}.zh{page.suffix}")
+
+
+def english(page: Path) -> Path:
+    return page.with_name(page.stem.removesuffix(".zh") + page.suffix)
+
+
+PAGES = english_pages()
+IDS = [p.relative_to(DOCS).as_posix() for p in PAGES]
+
+
+def prose(text: str) -> str:
+    """The text without code blocks, math, HTML comments, links' targets and tags."""
+    text = FENCE.sub("", text)
+    text = MATH.sub("", text)
+    text = re.sub(r"<!--.*?-->|<[^>]+>|\]\([^)]*\)|`[^`]*`", "", text, flags=re.S)
+    return text
+
+
+def markdown_of(page: Path) -> str:
+    """A page's Markdown: the page itself, or a notebook's Markdown cells."""
+    if page.suffix == ".md":
+        return page.read_text(encoding="utf-8")
+    cells = jupytext.read(page).cells
+    return "\n\n".join(c.source for c in cells if c.cell_type == "markdown")
+
+
+def blocks(page: Path) -> tuple[list[tuple], int]:
+    """A Markdown page's code blocks as they run (language, code, markers), and how many
+    diagrams it has: a diagram's labels are translated, so only their number is compared."""
+    found = codeblocks.parse(page)
+    code = [
+        (b.lang, b.source, b.cont, b.skip, b.is_output, b.expected_output is not None)
+        for b in found
+        if b.lang != "plantuml"
+    ]
+    return code, sum(b.lang == "plantuml" for b in found)
+
+
+def test_the_pages_are_found():
+    assert len(PAGES) >= 29
+    assert {"index.md", "experiments/warmup.py", "experiments/claims.md"} <= set(IDS)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_every_page_has_a_chinese_twin(page: Path):
+    assert twin(page).is_file(), f"{page.relative_to(ROOT)} has no Chinese twin {twin(page).name}"
+
+
+def test_every_chinese_page_has_an_english_one():
+    chinese = [p for p in DOCS.rglob("*.zh.*") if p.suffix in {".md", ".py"}]
+    orphans = [p.relative_to(ROOT).as_posix() for p in chinese if not english(p).is_file()]
+    assert not orphans, f"Chinese pages without an English page: {orphans}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_twin_has_the_same_anchors_numbers_and_figures(page: Path):
+    zh = twin(page)
+    if not zh.is_file():
+        pytest.fail(f"no twin {zh.name}", pytrace=False)
+    en_text, zh_text = markdown_of(page), markdown_of(zh)
+    en_headings = [(level, anchor) for level, anchor, _ in heading_ids(en_text)]
+    zh_headings = [(level, anchor) for level, anchor, _ in heading_ids(zh_text)]
+    assert zh_headings == en_headings, (
+        "headings differ (level, anchor); a Chinese heading carries its English twin's "
+        "anchor, e.g. '## 设置 { #settings }': see scripts/heading_ids.py"
+    )
+    assert Counter(MEASURED.findall(zh_text)) == Counter(MEASURED.findall(en_text))
+    assert len(FIGURE.findall(prose_with_images(zh_text))) == len(
+        FIGURE.findall(prose_with_images(en_text))
+    ), "the number of figures differs"
+
+
+def prose_with_images(text: str) -> str:
+    return MATH.sub("", FENCE.sub("", text))
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.suffix == ".md"], ids=lambda p: str(p))
+def test_twin_shows_the_same_code(page: Path):
+    """Same blocks, same code, same markers; diagrams counted (their words are translated)."""
+    zh = twin(page)
+    if not zh.is_file():
+        pytest.fail(f"no twin {zh.name}", pytrace=False)
+    en_code, en_diagrams = blocks(page)
+    zh_code, zh_diagrams = blocks(zh)
+    assert zh_diagrams == en_diagrams, "the number of PlantUML diagrams differs"
+    assert len(zh_code) == len(en_code), "the number of code blocks differs"
+    for i, (a, b) in enumerate(zip(en_code, zh_code, strict=True)):
+        assert a == b, f"code block {i + 1} differs from the English page's"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.suffix == ".py"], ids=lambda p: str(p))
+def test_notebook_twin_runs_the_same_code(page: Path):
+    zh = twin(page)
+    if not zh.is_file():
+        pytest.fail(f"no twin {zh.name}", pytrace=False)
+    en_nb, zh_nb = jupytext.read(page), jupytext.read(zh)
+    assert [c.cell_type for c in zh_nb.cells] == [c.cell_type for c in en_nb.cells]
+    en_code = [c.source for c in en_nb.cells if c.cell_type == "code"]
+    zh_code = [c.source for c in zh_nb.cells if c.cell_type == "code"]
+    for i, (a, b) in enumerate(zip(en_code, zh_code, strict=True)):
+        assert a == b, f"code cell {i + 1} differs from the English notebook's"
+    assert zh_nb.metadata.get("resnorm") == en_nb.metadata.get("resnorm")
+
+
+# Pages that are mostly citations, whose titles and authors stay as published: there,
+# the headings and the notes around the list are checked instead.
+BIBLIOGRAPHIES = {"reference/references.md"}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_twin_is_written_in_chinese(page: Path):
+    """Most of a twin's prose is Chinese (names such as Pre-LN stay Latin)."""
+    zh = twin(page)
+    if not zh.is_file():
+        pytest.fail(f"no twin {zh.name}", pytrace=False)
+    text = prose(markdown_of(zh))
+    if page.relative_to(DOCS).as_posix() in BIBLIOGRAPHIES:
+        text = "\n".join(t for _, _, t in heading_ids(markdown_of(zh)))
+        text += "\n".join(line for line in prose(markdown_of(zh)).splitlines() if "*" not in line)
+    cjk, latin = len(CJK.findall(text)), len(LATIN.findall(text))
+    assert cjk >= 0.3 * (cjk + latin), f"{zh.name}: {cjk} Chinese vs {latin} Latin letters"
+
+
+def test_a_drifted_twin_is_caught(tmp_path: Path):
+    """The code comparison is not vacuous: a changed line in a twin fails it."""
+    en = tmp_path / "page.md"
+    en.write_text("# T\n\n```python\nprint(1)\n```\n", encoding="utf-8")
+    zh = tmp_path / "page.zh.md"
+    zh.write_text("# 标题 { #t }\n\n```python\nprint(2)\n```\n", encoding="utf-8")
+    assert blocks(en)[0] != blocks(zh)[0]
+    assert [a for _, a, _ in heading_ids(en.read_text())] == ["t"]
+    assert [a for _, a, _ in heading_ids(zh.read_text())] == ["t"]
