@@ -87,8 +87,8 @@ def test_interface_and_labels_are_chinese(browser, server):  # noqa: F811
         toc = page.locator(".md-nav--secondary .md-nav__title").first.inner_text()
         assert toc.strip() == "目录"
         assert page.locator("p.rn-output").first.inner_text() == "输出"
-        copy = page.locator("button.md-clipboard").first.get_attribute("title")
-        assert copy == "复制", copy
+        copy = page.locator('button.md-code__button[data-md-type="copy"]').first
+        assert copy.get_attribute("title") == "复制", copy.get_attribute("title")
         visit.check_clean()
     finally:
         visit.close()
