@@ -403,6 +403,10 @@ def execute_all(pending: list[tuple[str, Path, Path]], root: Path, jobs: int) ->
             futures = {pool.submit(execute, src, root, dst): name for name, src, dst in shared}
             for future in as_completed(futures):
                 report(futures[future], future.result())  # a failure stops the build
+    if alone:  # other hooks' background work (PlantUML) is done before anything is timed
+        for thread in threading.enumerate():
+            if thread.name.startswith("resnorm-shared-"):
+                thread.join()
     for name, src, dst in alone:
         report(name, execute(src, root, dst))
 
