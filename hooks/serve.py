@@ -28,7 +28,8 @@ MEASURED = re.compile(r"\[\[measured:([\w-]+):")
 HEADING = re.compile(r"^#\s+(.+)$", re.MULTILINE)
 
 _dirty = False
-_signatures: dict[str, str] = {}
+_signatures: dict[str, dict[str, str]] = {}  # per language built (mkdocs-static-i18n)
+LOCALE = re.compile(r"\.(zh)$")  # notebook.zh.py quotes and is quoted as "notebook"
 
 
 class _DropDirtyWarning(logging.Filter):
@@ -76,7 +77,11 @@ def signatures(files: Files, root: Path, config_file: Path) -> dict[str, str]:
     everyone = _digest(*shared)
     # a notebook page renders the file hooks/notebooks.py pointed it at: its run, or a
     # stand-in while it runs; a page quoting its numbers depends on that same file
-    notebooks = {Path(f.src_uri).stem: f.abs_src_path for f in pages if f.src_uri.endswith(".py")}
+    notebooks = {
+        LOCALE.sub("", Path(f.src_uri).stem): f.abs_src_path
+        for f in pages
+        if f.src_uri.endswith(".py")
+    }
     out = {}
     for f in pages:
         text = texts[f.src_uri]
@@ -91,15 +96,17 @@ def signatures(files: Files, root: Path, config_file: Path) -> dict[str, str]:
     return out
 
 
-@event_priority(-100)  # after hooks/notebooks.py has pointed notebook pages at their runs
+@event_priority(-160)  # after hooks/notebooks.py has pointed notebook pages at their runs
 def on_files(files: Files, config) -> Files:
     if not _dirty:
         return files
     config_file = Path(config.config_file_path)
     current = signatures(files, config_file.parent, config_file)
+    # each language's build (the Chinese one follows the English one) has its own pages
+    previous = _signatures.setdefault(config.theme.get("language", "en"), {})
     for f in files.documentation_pages():
-        if _signatures.get(f.src_uri) != current[f.src_uri]:
+        if previous.get(f.src_uri) != current[f.src_uri]:
             Path(f.abs_dest_path).unlink(missing_ok=True)  # MkDocs renders it again
-    _signatures.clear()
-    _signatures.update(current)
+    previous.clear()
+    previous.update(current)
     return files
