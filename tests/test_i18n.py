@@ -146,6 +146,11 @@ def test_notebook_twin_runs_the_same_code(page: Path):
     for i, (a, b) in enumerate(zip(en_code, zh_code, strict=True)):
         assert a == b, f"code cell {i + 1} differs from the English notebook's"
     assert zh_nb.metadata.get("resnorm") == en_nb.metadata.get("resnorm")
+    # the same cell options (a plot's alt text is translated, the tags are not)
+    en_meta = [c.metadata for c in en_nb.cells if c.cell_type == "code"]
+    zh_meta = [c.metadata for c in zh_nb.cells if c.cell_type == "code"]
+    assert [sorted(m) for m in zh_meta] == [sorted(m) for m in en_meta]
+    assert [m.get("tags") for m in zh_meta] == [m.get("tags") for m in en_meta]
 
 
 # Pages that are mostly citations, whose titles and authors stay as published: there,
