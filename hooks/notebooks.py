@@ -133,15 +133,43 @@ def _execution_code() -> bytes:
     page's HTML is trimmed, how runs are scheduled) can change without a re-run."""
     import inspect
 
-    shaping = (snippet_cell_source, _stored_names, inline_snippets, execute, shrink_plots)
+    shaping = (
+        snippet_cell_source,
+        _stored_names,
+        inline_snippets,
+        execute,
+        shrink_plots,
+        execution_source,
+    )
     parts = [inspect.getsource(f) for f in shaping]
     parts += [SNIPPET_TAG, DEMO_SECTION.pattern, SECTION_MARKER.pattern, str(CELL_TIMEOUT_S)]
     return "\n".join(parts).encode()
 
 
+# Cell options that only change how a page shows a cell, not what the cell computes.
+DISPLAY_ONLY = ("alt",)
+
+
+def execution_source(notebook: Path) -> str:
+    """What a run of the notebook depends on, from its own text: its code cells (with
+    their options, but for those that only change the page) and its header. Prose and
+    plot descriptions are left out: editing them re-renders the page without a re-run."""
+    import json
+
+    import jupytext
+
+    nb = jupytext.read(notebook)
+    code = [
+        [c.source, {k: v for k, v in c.metadata.items() if k not in DISPLAY_ONLY}]
+        for c in nb.cells
+        if c.cell_type == "code"
+    ]
+    return json.dumps([nb.metadata.get("resnorm"), code], sort_keys=True, ensure_ascii=False)
+
+
 def cache_key(notebook: Path, root: Path) -> str:
     """Hash of everything an executed notebook's output depends on."""
-    text = notebook.read_text(encoding="utf-8")
+    text = execution_source(notebook)
     h = hashlib.sha256()
     h.update(text.encode())
     for name in sorted(set(SNIPPET_NAME.findall(text))):
@@ -515,32 +543,40 @@ def notebook_stem(src_uri: str) -> str:
     return LOCALE.sub("", Path(src_uri).stem)
 
 
-def translated_copy(executed: Path, twin: Path) -> Path:
-    """The executed English notebook with its Markdown cells (and code-cell metadata, such as
-    a plot's alt text) taken from ``twin``: the page of the twin, without a second run.
+def page_copy(executed: Path, source: Path) -> Path:
+    """The page of ``source``: its run (``executed``), with the Markdown cells and the
+    display options of the code cells (a plot's alt text) as ``source`` has them now.
 
-    The twin's code cells must be the English notebook's, in the same order; the executed
-    notebook has the same cells plus the inlined snippet cells."""
+    For an English notebook that is the executed file itself, brought up to date. For a
+    translation (name.zh.py) it is a copy beside it: the English run with the twin's
+    prose, without a second run; the twin's code cells must be the English notebook's,
+    cell for cell. The executed notebook has the same cells plus the inlined snippets."""
     import jupytext
     import nbformat
 
     nb = nbformat.read(executed, as_version=4)
     own = [c for c in nb.cells if SNIPPET_TAG not in c.metadata.get("tags", [])]
-    theirs = jupytext.read(twin).cells
-    english = jupytext.read(english_twin(twin)).cells
-    if [c.cell_type for c in theirs] != [c.cell_type for c in english]:
-        raise PluginError(f"{twin}: its cells are not its English twin's, cell for cell")
-    for mine, tr, en in zip(own, theirs, english, strict=True):
-        if tr.cell_type == "markdown":
-            mine.source = tr.source
-        elif tr.source != en.source:
+    english = english_twin(source)
+    theirs = jupytext.read(source).cells
+    ran = jupytext.read(english).cells
+    if [c.cell_type for c in theirs] != [c.cell_type for c in ran] or len(own) != len(ran):
+        raise PluginError(f"{source}: its cells are not {english.name}'s, cell for cell")
+    for mine, shown, code in zip(own, theirs, ran, strict=True):
+        if shown.cell_type == "markdown":
+            mine.source = shown.source
+            continue
+        if shown.source != code.source:
             raise PluginError(
-                f"{twin}: a code cell differs from {english_twin(twin).name}'s; the two "
+                f"{source}: a code cell differs from {english.name}'s; the two "
                 "languages run the same code (copy the English cell)"
             )
-        else:
-            mine.metadata.update({k: v for k, v in tr.metadata.items() if k != "tags"})
-    target = executed.with_name(f"{executed.stem}.{LOCALE.search(twin.stem).group(1)}.ipynb")
+        for key in DISPLAY_ONLY:
+            if key in shown.metadata:
+                mine.metadata[key] = shown.metadata[key]
+            else:
+                mine.metadata.pop(key, None)
+    lang = LOCALE.search(source.stem)
+    target = executed.with_name(f"{executed.stem}.{lang.group(1)}.ipynb") if lang else executed
     text = nbformat.writes(nb)
     if not target.is_file() or target.read_text(encoding="utf-8") != text:
         target.write_text(text, encoding="utf-8")  # unchanged: keep the mtime
@@ -592,8 +628,7 @@ def on_files(files: Files, config) -> Files:
         # Set on the file object mkdocs-jupyter reads the notebook from (abs_src_path)
         # when it renders the page.
         if executed.is_file():
-            twin = source != english_twin(source)
-            shown = translated_copy(executed, source) if twin else executed
+            shown = page_copy(executed, source)
             _used[shown.name] = executed.parent
             _results[notebook_stem(page.src_uri)] = published_results(executed)
             page.abs_src_path = str(shown)

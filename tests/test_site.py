@@ -259,7 +259,57 @@ def test_notebook_cache_key_follows_the_code_it_runs(tmp_path: Path):
     changed = cache_key(notebook, tmp_path)
     assert changed != key  # a snippet it loads
     notebook.write_text("from snippets.used import A\nprint(A)\n")
-    assert cache_key(notebook, tmp_path) != changed  # its own text
+    code_changed = cache_key(notebook, tmp_path)
+    assert code_changed != changed  # its own code
+    # prose and plot descriptions change the page, not the run: no re-execution
+    notebook.write_text(
+        '# %% [markdown]\n# Some prose.\n\n# %% alt="A plot"\n'
+        "from snippets.used import A\nprint(A)\n"
+    )
+    prose = cache_key(notebook, tmp_path)
+    notebook.write_text(
+        '# %% [markdown]\n# Other prose.\n\n# %% alt="Another plot"\n'
+        "from snippets.used import A\nprint(A)\n"
+    )
+    assert cache_key(notebook, tmp_path) == prose
+    notebook.write_text(
+        '# %% [markdown]\n# Other prose.\n\n# %% tags=["raises-exception"]\n'
+        "from snippets.used import A\nprint(A)\n"
+    )
+    assert cache_key(notebook, tmp_path) != prose  # a cell option that changes the run
+
+
+def test_a_page_shows_the_current_prose_of_its_run(tmp_path: Path):
+    """The executed notebook takes the source's Markdown and alt text as they are now;
+    a Chinese twin gets a copy with its own, and must run the same code."""
+    import jupytext
+    import nbformat
+    from mkdocs.exceptions import PluginError
+
+    from hooks.notebooks import page_copy
+
+    en = tmp_path / "nb.py"
+    en.write_text('# %% [markdown]\n# # Old\n\n# %% alt="old"\nprint(1)\n')
+    executed = tmp_path / "run" / "nb.ipynb"
+    executed.parent.mkdir()
+    ran = jupytext.read(en)
+    ran.cells[1].outputs = [nbformat.v4.new_output("stream", text="1\n")]
+    nbformat.write(ran, executed)
+    en.write_text('# %% [markdown]\n# # New\n\n# %% alt="new"\nprint(1)\n')
+    assert page_copy(executed, en) == executed
+    shown = nbformat.read(executed, as_version=4)
+    assert shown.cells[0].source == "# New" and shown.cells[1].metadata["alt"] == "new"
+    assert shown.cells[1].outputs[0]["text"] == "1\n"  # the run is kept
+    zh = tmp_path / "nb.zh.py"
+    zh.write_text('# %% [markdown]\n# # 新\n\n# %% alt="新图"\nprint(1)\n')
+    copy = page_copy(executed, zh)
+    assert copy.name == "nb.zh.ipynb"
+    twin = nbformat.read(copy, as_version=4)
+    assert twin.cells[0].source == "# 新" and twin.cells[1].metadata["alt"] == "新图"
+    assert twin.cells[1].outputs == shown.cells[1].outputs
+    zh.write_text("# %% [markdown]\n# # 新\n\n# %%\nprint(2)\n")
+    with pytest.raises(PluginError, match="code cell differs"):
+        page_copy(executed, zh)
 
 
 # --- mkdocs serve -------------------------------------------------------------------
