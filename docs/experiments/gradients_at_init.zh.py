@@ -117,7 +117,7 @@ for p, name in NAMES.items():
 # 的梯度；阴影带表示各随机种子之间的一个标准差。
 
 
-# %%
+# %% alt="初始化时 W²ˡ 的梯度范数随层 l 的变化：Post-LN 与 Pre-LN，一个浅堆叠和一个深堆叠"
 def per_layer(p, n_layers, loss="linear"):
     w2 = sweeps[p][n_layers][loss]  # (seeds, layers)
     return w2.mean(0), w2.std(0)
@@ -154,7 +154,7 @@ for n_layers in (6, 24):
 # 附有在各随机种子上用自助法（bootstrap）求得的 95% 区间。
 
 
-# %%
+# %% alt="最后一层 W² 的梯度范数随深度 L 的变化（线性损失），附水平参考线与 1/√L 参考线"
 def last_layer(p, loss="linear"):
     last = [sweeps[p][n][loss][:, -1] for n in DEPTHS]
     return torch.stack(last, dim=1)  # (seeds, depths)
@@ -254,7 +254,7 @@ print(f"Pre-LN gradient exponent p = {p_pre:+.2f}; p + q = {p_pre + q:+.2f}")
 # 当一个序列中的词元指向同一方向时，这部分梯度在 $\sum_t g_t h_t^\top$
 # 中会跨词元累加，而不是相互抵消。表中打印的是 $x_L$ 中同一序列内两个词元之间的平均余弦相似度。
 
-# %%
+# %% alt="最后一层 W² 的梯度范数随深度 L 的变化（MSE 损失），附水平参考线与 1/√L 参考线"
 fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
 fits_mse = depth_panel(ax, "mse")
 ax.set_title("last layer's gradient vs depth (MSE loss)")

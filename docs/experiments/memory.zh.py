@@ -152,7 +152,7 @@ for n in NORM_KINDS:
 # 一层的字节都花在了哪里，按保存它们的模块类型分开统计（“MultiHeadAttention”指注意力的核心部分：
 # Q、K、V、softmax 的输出和因果掩码；“Linear”指四个线性层的输入）：
 
-# %%
+# %% alt="一层为反向传播保存的 MiB 数：按模块、按归一化位置，分 LayerNorm 与 RMSNorm"
 KINDS = ["Linear", "MultiHeadAttention", "GELU", "LayerNorm", "RMSNorm"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), sharey=True, constrained_layout=True)
 for ax, n in zip(axes, NORM_KINDS, strict=True):
@@ -209,7 +209,7 @@ for d_model, n_heads, seq_len in SIZES:
 #
 # 如果 Pre-LN 能节省 5–10 %，那么它保存的字节数与 Post-LN 之比应当落在 0.90 到 0.95 之间。
 
-# %%
+# %% alt="保存字节数之比 Pre-LN / Post-LN：按堆叠规模与归一化类型，对照文章所称的 5-10 % 节省"
 ratios = {}
 print(f"{'size (d, heads, seq)':>22} {'norm':>10} {'Pre / Post':>11} {'Sandwich / Post':>16}")
 for size in SIZES:

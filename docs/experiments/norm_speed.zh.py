@@ -303,7 +303,7 @@ print(f"compiling in total, before and during the benchmark (one measurement): {
 # 对受内存带宽限制的运算来说，Roofline（屋顶线）模型的“屋顶”是带宽，而不是浮点运算速率。每个子图把每种实现实际达到的带宽画成 $x$ 大小的函数，上方是同一尺寸下的拷贝带宽（黑色点线），也就是天花板。灰色虚线是拷贝到新张量的带宽。每个点是中位数，误差棒覆盖四分位距。小尺寸的点可能高于大尺寸的天花板，因为这时 $x$ 能放进缓存。
 
 
-# %%
+# %% alt="各 LayerNorm 与 RMSNorm 实现的 GB/s 随规模的变化，以复制带宽为上限"
 def roofline(table, title):
     sizes = sorted({(r["rows"], r["hidden"]) for r in table}, key=lambda s: s[0] * s[1])
     labels = [f"{r}x{h}\n{r * h * DTYPE.itemsize / 2**20:.0f} MiB" for r, h in sizes]

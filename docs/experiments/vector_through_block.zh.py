@@ -92,7 +92,7 @@ for placement in PLACEMENTS:
 # %% [markdown]
 # 把同样的数字画成柱状图：每个特征一组，每个阶段一根柱子。
 
-# %%
+# %% alt="一个向量的每个特征在 Post-LN、Pre-LN 与 Sandwich 连接各阶段的取值"
 fig = plot_stages(results, figsize=(15, 5))
 plt.show()
 
@@ -117,7 +117,7 @@ print(f"Pre-LN output std / x std = {pre_out / x_std:.2f};  Post-LN output std =
 # $\lVert y - c\,x \rVert / \lVert c\,x \rVert$（对 Post-LN 来说，$y - c\,x$
 # 并不是加到残差流上的更新量，因为归一化会把整个结果重新缩放；列出它只是为了便于比较）。
 
-# %%
+# %% alt="‖update‖ / ‖c·x‖ 随输入尺度 c 的变化：Pre-LN 与 Sandwich，双对数坐标"
 scales = [0.1, 1.0, 10.0, 100.0]
 print(f"{'c':>6} | " + " | ".join(f"{TITLES[p]:^27}" for p in PLACEMENTS))
 print(f"{'':>6} | " + " | ".join(f"{'output std':>12} {'update/|cx|':>14}" for _ in PLACEMENTS))

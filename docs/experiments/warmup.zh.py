@@ -174,7 +174,7 @@ for (pos, warmup, speed), r in runs.items():
 # “Steps to bigram”（降到 bigram 的步数）是最近 10 个损失的均值首次低于 bigram
 # 损失的那一步：从这一步起，模型开始通过注意力利用往前数第二个词元。
 
-# %%
+# %% alt="训练损失随步数的变化：Post-LN 与 Pre-LN，两个峰值学习率，无预热与有预热"
 fig, axes = plt.subplots(
     2,
     2,

@@ -56,7 +56,7 @@ def summary(name, t):
 summary("before", x)
 summary("after", y)
 
-# %%
+# %% alt="LayerNorm 前后所有数值的直方图；每个词元归一化后与归一化前的标准差对比"
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
 axes[0].hist(x.flatten().numpy(), bins=120, color="tab:gray")
 axes[0].set_title("all values, before")
