@@ -95,7 +95,7 @@ def test_interface_and_labels_are_chinese(browser, server):  # noqa: F811
     visit = Visit(browser, server + "/zh/experiments/warmup/")
     try:
         summary = visit.page.locator("details.rn-snippet-cell summary").first.inner_text()
-        assert summary.startswith("本笔记本导入的代码")
+        assert summary.startswith("本 notebook 导入的代码")
         assert "下载" in visit.page.locator("a.rn-download").get_attribute("title")
     finally:
         visit.close()
