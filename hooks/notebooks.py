@@ -146,6 +146,9 @@ def _execution_code() -> bytes:
     return "\n".join(parts).encode()
 
 
+# A line break inside a Chinese sentence of a notebook source (wrapped to the line length).
+CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
+CJK_BREAK = re.compile(f"(?<=[{CJK}])\n(?=[{CJK}])")
 # Cell options that only change how a page shows a cell, not what the cell computes.
 DISPLAY_ONLY = ("alt",)
 
@@ -561,9 +564,11 @@ def page_copy(executed: Path, source: Path) -> Path:
     ran = jupytext.read(english).cells
     if [c.cell_type for c in theirs] != [c.cell_type for c in ran] or len(own) != len(ran):
         raise PluginError(f"{source}: its cells are not {english.name}'s, cell for cell")
+    lang = LOCALE.search(source.stem)
     for mine, shown, code in zip(own, theirs, ran, strict=True):
         if shown.cell_type == "markdown":
-            mine.source = shown.source
+            # A line break between two Chinese characters would show as a space.
+            mine.source = CJK_BREAK.sub("", shown.source) if lang else shown.source
             continue
         if shown.source != code.source:
             raise PluginError(

@@ -301,11 +301,13 @@ def test_a_page_shows_the_current_prose_of_its_run(tmp_path: Path):
     assert shown.cells[0].source == "# New" and shown.cells[1].metadata["alt"] == "new"
     assert shown.cells[1].outputs[0]["text"] == "1\n"  # the run is kept
     zh = tmp_path / "nb.zh.py"
-    zh.write_text('# %% [markdown]\n# # 新\n\n# %% alt="新图"\nprint(1)\n')
+    zh.write_text('# %% [markdown]\n# # 新\n# 第一行，\n# 接着写。\n\n# %% alt="新图"\nprint(1)\n')
     copy = page_copy(executed, zh)
     assert copy.name == "nb.zh.ipynb"
     twin = nbformat.read(copy, as_version=4)
-    assert twin.cells[0].source == "# 新" and twin.cells[1].metadata["alt"] == "新图"
+    # a wrapped Chinese sentence is joined: a line break there would show as a space
+    assert twin.cells[0].source == "# 新\n第一行，接着写。"
+    assert twin.cells[1].metadata["alt"] == "新图"
     assert twin.cells[1].outputs == shown.cells[1].outputs
     zh.write_text("# %% [markdown]\n# # 新\n\n# %%\nprint(2)\n")
     with pytest.raises(PluginError, match="code cell differs"):

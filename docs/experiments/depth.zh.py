@@ -133,7 +133,7 @@ lower, upper = (torch.tensor(b) for b in lemma2_band(N_LAYERS))
 # 每一层 $l$ 之后的 $\mathbb{E}\|x_l\|^2/d$（$l = 0$ 为输入），阴影部分是引理 2 给 Pre-LN
 # 的区间。这个区间只供对照：它是在引理的设置下证明的，并不针对这个堆叠。
 
-# %% alt="初始化时 E‖xₗ‖²/d 随层 l 的变化：Post-LN、Pre-LN、Peri-LN、LN Scaling，以及引理 2 给出的区间"
+# %% alt="初始化时 E‖xₗ‖²/d 随层 l 的变化：Post-LN、Pre-LN、Peri-LN、LN Scaling 与引理 2 的区间"
 layers = range(N_LAYERS + 1)
 fig, ax = plt.subplots(figsize=(7, 4.2), constrained_layout=True)
 band = dict(color="tab:blue", alpha=0.12, label="Lemma 2 band (Pre-LN)")

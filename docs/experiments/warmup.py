@@ -65,9 +65,10 @@
 #   $3d \times d$, is initialized as one matrix
 #   (`xavier_init_(model, qkv="fused")`, as PyTorch's `nn.MultiheadAttention`
 #   does with its `in_proj_weight`), which gives $W_q$, $W_k$, $W_v$ weights
-#   $\sqrt{2}$ smaller than three separate $d \times d$ matrices would get, the
-#   setting of the [gradient](../gradients_at_init/) and [depth](../depth/)
-#   experiments. With the same seed both placements start from the same weights.
+#   $\sqrt{2}$ smaller than three separate $d \times d$ matrices would get
+#   (separate matrices are the setting of the [gradient](../gradients_at_init/)
+#   and [depth](../depth/) experiments). With the same seed both placements start
+#   from the same weights.
 #   The GPT-2 initialization that `GPT` uses by default is tried at the end,
 #   because it changes the answer.
 # - **Training**: Adam, β = (0.9, 0.98), no weight decay, no gradient clipping;
@@ -195,7 +196,7 @@ for (pos, warmup, speed), r in runs.items():
 # is below the bigram loss: the point where the model starts to use the token
 # two places back, through attention.
 
-# %%
+# %% alt="Training loss vs step, Post-LN and Pre-LN, two peak learning rates, without/with warmup"
 fig, axes = plt.subplots(
     2,
     2,

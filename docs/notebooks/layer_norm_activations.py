@@ -19,7 +19,7 @@
 # from that run.
 #
 # **Settings**: 512 tokens of 256 features, seed 0. Each token gets its own
-# offset (normal, std 3) and its own scale (log-normal, from about 0.1 to 10),
+# offset (normal, std 3) and its own scale (log-uniform, from about 0.1 to 10),
 # as happens on the residual stream of a deep network.
 
 # %%
@@ -58,7 +58,7 @@ def summary(name, t):
 summary("before", x)
 summary("after", y)
 
-# %%
+# %% alt="Histograms of all values before and after LayerNorm; each token's std after vs before"
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
 axes[0].hist(x.flatten().numpy(), bins=120, color="tab:gray")
 axes[0].set_title("all values, before")
