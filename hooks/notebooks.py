@@ -146,9 +146,32 @@ def _execution_code() -> bytes:
     return "\n".join(parts).encode()
 
 
-# A line break inside a Chinese sentence of a notebook source (wrapped to the line length).
-CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
-CJK_BREAK = re.compile(f"(?<=[{CJK}])\n(?=[{CJK}])")
+CJK = re.compile("[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+
+
+def join_chinese_lines(markdown: str) -> str:
+    """Join the lines of a paragraph that a notebook source wrapped between two Chinese
+    characters: Markdown keeps the line break, and a browser shows it as a space."""
+    out: list[str] = []
+    fenced = False
+    for line in markdown.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        previous = out[-1] if out else ""
+        if (
+            not fenced
+            and previous
+            and line
+            and CJK.match(line[0])
+            and CJK.match(previous[-1])
+            and not previous.lstrip().startswith(("#", "|"))
+        ):
+            out[-1] = previous + line
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 # Cell options that only change how a page shows a cell, not what the cell computes.
 DISPLAY_ONLY = ("alt",)
 
@@ -568,7 +591,7 @@ def page_copy(executed: Path, source: Path) -> Path:
     for mine, shown, code in zip(own, theirs, ran, strict=True):
         if shown.cell_type == "markdown":
             # A line break between two Chinese characters would show as a space.
-            mine.source = CJK_BREAK.sub("", shown.source) if lang else shown.source
+            mine.source = join_chinese_lines(shown.source) if lang else shown.source
             continue
         if shown.source != code.source:
             raise PluginError(
