@@ -186,13 +186,14 @@ def _build(tmp_path: Path, pages: dict[str, str]) -> subprocess.CompletedProcess
 
 def test_a_good_minimal_build_passes(tmp_path: Path):
     """The harness of the failure tests builds a good page, so their failures mean something."""
-    page = "# Fine\n\n```plantuml\n@startuml\nA -> B\n@enduml\n```\n"
+    page = '# Fine\n\n```plantuml alt="A sends to B"\n@startuml\nA -> B\n@enduml\n```\n'
     proc = _build(tmp_path, {"index.md": page})
     assert proc.returncode == 0, proc.stderr
 
 
 def test_plantuml_syntax_error_fails_the_build(tmp_path: Path):
-    page = "# Broken\n\n```plantuml\n@startuml\nA -> \n this is not plantuml (\n@enduml\n```\n"
+    diagram = "@startuml\nA -> \n this is not plantuml (\n@enduml\n"
+    page = f'# Broken\n\n```plantuml alt="A broken diagram"\n{diagram}```\n'
     for attempt in range(2):  # the second build finds the broken picture in the diagram cache
         (tmp_path / str(attempt)).mkdir()
         proc = _build(tmp_path / str(attempt), {"index.md": page})

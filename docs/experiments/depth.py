@@ -152,7 +152,7 @@ lower, upper = (torch.tensor(b) for b in lemma2_band(N_LAYERS))
 # band for Pre-LN shaded. The band is drawn for comparison only: it is proved for the
 # lemma's setting, not for this stack.
 
-# %%
+# %% alt="E‖xₗ‖²/d vs layer l at init: Post-LN, Pre-LN, Peri-LN, LN Scaling and the Lemma 2 band"
 layers = range(N_LAYERS + 1)
 fig, ax = plt.subplots(figsize=(7, 4.2), constrained_layout=True)
 band = dict(color="tab:blue", alpha=0.12, label="Lemma 2 band (Pre-LN)")
@@ -253,7 +253,7 @@ for n in DEPTHS:
 base = language.baselines(TRAIN["seq_len"])
 refs = {name: base[name] for name in ("uniform", "unigram", "optimal")}  # = bigram
 
-# %%
+# %% alt=["Training loss vs step per depth and placement", "Held-out loss vs depth per placement"]
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True, constrained_layout=True)
 for ax, n in zip(axes, DEPTHS, strict=True):
     for p, name in PLACEMENTS.items():

@@ -131,7 +131,7 @@ for p, name in NAMES.items():
 # 3) and of a 24-layer stack; the band is one standard deviation over the seeds.
 
 
-# %%
+# %% alt="W²ˡ gradient norm vs layer l at init, Post-LN and Pre-LN, a shallow and a deep stack"
 def per_layer(p, n_layers, loss="linear"):
     w2 = sweeps[p][n_layers][loss]  # (seeds, layers)
     return w2.mean(0), w2.std(0)
@@ -169,7 +169,7 @@ for n_layers in (6, 24):
 # bootstrap interval over the seeds.
 
 
-# %%
+# %% alt="Last layer's W² gradient norm vs depth L, linear loss, with flat and 1/√L references"
 def last_layer(p, loss="linear"):
     last = [sweeps[p][n][loss][:, -1] for n in DEPTHS]
     return torch.stack(last, dim=1)  # (seeds, depths)
@@ -272,7 +272,7 @@ print(f"Pre-LN gradient exponent p = {p_pre:+.2f}; p + q = {p_pre + q:+.2f}")
 # table prints the mean cosine similarity between two tokens of the same sequence in
 # $x_L$.
 
-# %%
+# %% alt="Last layer's W² gradient norm vs depth L, MSE loss, with flat and 1/√L references"
 fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
 fits_mse = depth_panel(ax, "mse")
 ax.set_title("last layer's gradient vs depth (MSE loss)")

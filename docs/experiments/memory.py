@@ -167,7 +167,7 @@ for n in NORM_KINDS:
 # ("MultiHeadAttention" is the attention core: Q, K, V, the softmax output and the
 # causal mask; "Linear" are the inputs of the four linear layers):
 
-# %%
+# %% alt="MiB one layer saves for backward, by module, per placement, with LayerNorm and RMSNorm"
 KINDS = ["Linear", "MultiHeadAttention", "GELU", "LayerNorm", "RMSNorm"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), sharey=True, constrained_layout=True)
 for ax, n in zip(axes, NORM_KINDS, strict=True):
@@ -225,7 +225,7 @@ for d_model, n_heads, seq_len in SIZES:
 # If Pre-LN saved 5–10 %, the ratio of its saved bytes to Post-LN's would lie between
 # 0.90 and 0.95.
 
-# %%
+# %% alt="Saved bytes, Pre-LN / Post-LN, per stack size and norm, vs the claimed 5-10 % saving"
 ratios = {}
 print(f"{'size (d, heads, seq)':>22} {'norm':>10} {'Pre / Post':>11} {'Sandwich / Post':>16}")
 for size in SIZES:

@@ -417,7 +417,7 @@ print(f"compiling in total, before and during the benchmark (one measurement): {
 # large-size ceiling because $x$ then fits in cache.
 
 
-# %%
+# %% alt="GB/s of each LayerNorm and RMSNorm implementation vs size, under the copy ceiling"
 def roofline(table, title):
     sizes = sorted({(r["rows"], r["hidden"]) for r in table}, key=lambda s: s[0] * s[1])
     labels = [f"{r}x{h}\n{r * h * DTYPE.itemsize / 2**20:.0f} MiB" for r, h in sizes]

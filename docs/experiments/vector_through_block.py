@@ -99,7 +99,7 @@ for placement in PLACEMENTS:
 # %% [markdown]
 # The same numbers as bars: one group per feature, one bar per stage.
 
-# %%
+# %% alt="Each feature of one vector at each stage of Post-LN, Pre-LN and Sandwich connections"
 fig = plot_stages(results, figsize=(15, 5))
 plt.show()
 
@@ -127,7 +127,7 @@ print(f"Pre-LN output std / x std = {pre_out / x_std:.2f};  Post-LN output std =
 # not an update added to the stream, since the norm rescales everything; it is shown
 # for comparison).
 
-# %%
+# %% alt="‖update‖ / ‖c·x‖ vs the input's scale c, Pre-LN and Sandwich, log-log"
 scales = [0.1, 1.0, 10.0, 100.0]
 print(f"{'c':>6} | " + " | ".join(f"{TITLES[p]:^27}" for p in PLACEMENTS))
 print(f"{'':>6} | " + " | ".join(f"{'output std':>12} {'update/|cx|':>14}" for _ in PLACEMENTS))
