@@ -778,16 +778,44 @@ def on_post_page(html: str, page, config) -> str:
     html = REMOTE_SCRIPT.sub("", html)
     html = collapse_snippet_cells(html, language(config))
 
-    def move_out(match: re.Match) -> str:
-        css = match.group(1)
-        if len(css) < 2000:  # small page-specific rules stay in the page
-            return match.group(0)
+    # Every <style> leaves the page (HTML has no <style> in <body>): a shared stylesheet
+    # is linked once, one that nothing on this page uses is dropped.
+    page_classes = {name for classes in CLASS_ATTR.findall(html) for name in classes.split()}
+    linked: set[str] = set()
+    href = "/".join([".."] * page.url.count("/")) or "."
+
+    def link(css: str) -> str:
+        if not prune_css(css, page_classes).strip():
+            return ""
         digest = hashlib.sha256(css.encode()).hexdigest()[:12]
+        if digest in linked:
+            return ""
+        linked.add(digest)
         _stylesheets[digest] = css
-        href = "/".join([".."] * page.url.count("/")) or "."
         return f'<link rel="stylesheet" href="{href}/assets/jupyter/{digest}.css">'
 
+    def move_out(match: re.Match) -> str:
+        css = match.group(1).strip()
+        # mkdocs-jupyter appends one more <style> holding the repr() of the Python list
+        # of Jupyter's stylesheets, which the page already has one <style> each for.
+        if css.startswith("[") and css.endswith("]"):
+            sheets = _python_list(css)
+            if sheets is not None:
+                return "".join(link(sheet.strip()) for sheet in sheets)
+        return link(css)
+
     return INLINE_STYLE.sub(move_out, html)
+
+
+def _python_list(text: str) -> list[str] | None:
+    """``text`` read as the repr() of a list of strings, or None if it is not one."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return value
+    return None
 
 
 def on_post_build(config) -> None:
