@@ -603,7 +603,6 @@ def page_copy(executed: Path, source: Path) -> Path:
                 mine.metadata[key] = shown.metadata[key]
             else:
                 mine.metadata.pop(key, None)
-    lang = LOCALE.search(source.stem)
     target = executed.with_name(f"{executed.stem}.{lang.group(1)}.ipynb") if lang else executed
     text = nbformat.writes(nb)
     if not target.is_file() or target.read_text(encoding="utf-8") != text:
