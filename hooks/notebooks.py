@@ -646,7 +646,8 @@ def on_files(files: Files, config) -> Files:
         with _lock:
             busy = executed in _in_flight or executed in _failed
         if not executed.is_file() and not busy:
-            pending.append((english.relative_to(root / "docs").as_posix(), english, executed))
+            name = (Path(file.src_uri).parent / english.name).as_posix()
+            pending.append((name, english, executed))
     if pending and _serving:
         _execute_in_background(pending, root)
     elif pending:
