@@ -40,7 +40,7 @@ pytestmark = pytest.mark.browser
 
 URL = "/experiments/vector_widget/"
 JSON_PATH = "assets/widget/vector_block.json"
-SETTINGS = 60  # random settings driven through the widget
+SETTINGS = 30  # random settings driven through the widget (each about 2.5 s of keys)
 TOL = 1e-5  # absolute, and relative for values beyond 1 in magnitude
 NORMS = tuple(WIDGET_NORMS)
 ENTRY_MIN, ENTRY_MAX, SCALE_MIN, SCALE_MAX = -10, 10, -5, 5
