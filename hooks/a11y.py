@@ -39,6 +39,8 @@ DIAGRAM_LABEL = {"en": "Diagram", "zh": "图示"}
 # SVG 1.1 attributes that PlantUML writes and HTML's <svg> does not allow there.
 SVG_ONLY_ATTR = re.compile(r'\s(?:contentStyleType|lengthAdjust)="[^"]*"')
 PARAGRAPH_AROUND = re.compile(r"<p>\s*$")
+PARAGRAPH_END = re.compile(r"\s*</p>")
+SVG_TAGS = re.compile(r"<svg\b|</svg>")
 MARKDOWN_ATTR = re.compile(r'(<[a-z][\w-]*\b[^<>]*?)\smarkdown="[^"]*"')
 # mkdocs-jupyter's copy button of a code cell: a stray "," attribute and an aria-label
 # on an element without a role. The element's script makes it act as a button.
@@ -79,10 +81,10 @@ def describe_diagrams(html: str, where: str, lang: str = "en") -> str:
         before = html[pos : match.start()]
         # Markdown puts the diagram in a <p>, which cannot hold the <div>: the box replaces it.
         around = PARAGRAPH_AROUND.search(before)
-        after = re.match(r"\s*</p>", html[end:])
+        after = PARAGRAPH_END.match(html, end)
         if around and after:
             before = before[: around.start()]
-            end += after.end()
+            end = after.end()
         out.append(before)
         out.append(box + tag + title + body + "</div>")
         pos = end
@@ -93,9 +95,8 @@ def describe_diagrams(html: str, where: str, lang: str = "en") -> str:
 def _closing_svg(html: str, start: int) -> int:
     """The index just past the </svg> that closes the <svg> opened before ``start``."""
     depth, i = 1, start
-    tags = re.compile(r"<svg\b|</svg>")
     while depth:
-        tag = tags.search(html, i)
+        tag = SVG_TAGS.search(html, i)
         if tag is None:
             raise ValueError("an inline PlantUML <svg> has no closing </svg>")
         depth += 1 if tag.group(0) == "<svg" else -1
