@@ -369,6 +369,7 @@ TIMED_NOTEBOOK = """{header}# %% [markdown]
 # # {name} ({mode})
 
 # %%
+# run: {mode}
 import json
 import time
 
@@ -390,7 +391,7 @@ def _timed_build(tmp_path: Path, mode: str, jobs: int, monkeypatch) -> tuple[dic
 
     pages = {"index.md": "# Home\n"}
     for name, seed, header in (("pa", 1, ""), ("pb", 2, ""), ("alone", 3, ALONE_HEADER)):
-        # a new title each run, so that the notebook cache cannot answer for the build
+        # new code each run (the run's cache key is its code), so the cache cannot answer
         title = f"{mode} {time.time_ns()}"
         text = TIMED_NOTEBOOK.format(header=header, name=name, mode=title, seed=seed)
         pages[f"notebooks/{name}.py"] = text
@@ -402,7 +403,7 @@ def _timed_build(tmp_path: Path, mode: str, jobs: int, monkeypatch) -> tuple[dic
         nb = nbformat.read(tmp_path / mode / "site/notebooks" / name / f"{name}.ipynb", 4)
         code = [c for c in nb.cells if c.cell_type == "code"]
         runs[name] = {
-            "code": [c.source for c in code],
+            "code": [re.sub(r"^# run: .*\n", "", c.source) for c in code],  # less the nonce
             "values": stdout_of(code[0]),
             "span": json.loads(stdout_of(code[1])),
         }
@@ -432,9 +433,10 @@ def test_parallel_build_matches_serial_and_leaves_timing_notebooks_alone(tmp_pat
 # --- mkdocs serve does not wait for the notebooks -------------------------------------------
 
 SLOW_NOTEBOOK = """# %% [markdown]
-# # Slow ({nonce})
+# # Slow
 
 # %%
+# run: {nonce}
 import time
 
 from IPython.display import display
