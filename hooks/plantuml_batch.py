@@ -98,6 +98,8 @@ def on_files(files, config):
     options = dict(config["mdx_configs"].get("plantuml_markdown", {}))
     if not options.get("cachedir") or (_thread is not None and _thread.is_alive()):
         return files
+    if config.theme.get("language", "en") != "en":
+        return files  # the English build, which comes first, did every language's pages
     pages = sorted(Path(config["docs_dir"]).rglob("*.md"))  # every language's pages
     _thread = threading.Thread(
         target=_run, args=(pages, options), name="resnorm-shared-plantuml", daemon=True
