@@ -50,8 +50,12 @@ def english(page: Path) -> Path:
     return page.with_name(page.stem.removesuffix(".zh") + page.suffix)
 
 
+def _name(page: Path) -> str:
+    return page.relative_to(DOCS).as_posix()
+
+
 PAGES = english_pages()
-IDS = [p.relative_to(DOCS).as_posix() for p in PAGES]
+IDS = [_name(p) for p in PAGES]
 
 
 def prose(text: str) -> str:
@@ -120,7 +124,7 @@ def prose_with_images(text: str) -> str:
     return MATH.sub("", FENCE.sub("", text))
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p.suffix == ".md"], ids=lambda p: str(p))
+@pytest.mark.parametrize("page", [p for p in PAGES if p.suffix == ".md"], ids=_name)
 def test_twin_shows_the_same_code(page: Path):
     """Same blocks, same code, same markers; diagrams counted (their words are translated)."""
     zh = twin(page)
@@ -134,7 +138,7 @@ def test_twin_shows_the_same_code(page: Path):
         assert a == b, f"code block {i + 1} differs from the English page's"
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p.suffix == ".py"], ids=lambda p: str(p))
+@pytest.mark.parametrize("page", [p for p in PAGES if p.suffix == ".py"], ids=_name)
 def test_notebook_twin_runs_the_same_code(page: Path):
     zh = twin(page)
     if not zh.is_file():
