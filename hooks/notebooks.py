@@ -78,6 +78,9 @@ CLASS_ATTR = re.compile(r'class="([^"]*)"')
 CLASS_IN_SELECTOR = re.compile(r"\.(-?[A-Za-z_][\w-]*)")
 
 
+_pruned: dict[tuple[str, frozenset[str]], str] = {}  # prune_css results, by input
+
+
 def prune_css(css: str, used: set[str]) -> str:
     """Drop the rules whose every selector names a class that no page uses.
 
@@ -113,16 +116,41 @@ def prune_css(css: str, used: set[str]) -> str:
     return "".join(out)
 
 
+_reads: dict[tuple, object] = {}  # (reader, path) -> (stat, notebook); serve rebuilds reuse it
+
+
+def read_notebook(path: Path, *, executed: bool = False):
+    """jupytext.read(path), or nbformat.read for an executed .ipynb, remembered while the
+    file's size and mtime stay the same: a rebuild reads each notebook once per language
+    otherwise, and parsing is most of a Markdown edit's rebuild. A copy is returned, so a
+    caller may change it."""
+    import copy
+
+    stat = path.stat()
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    key = (executed, str(path))
+    hit = _reads.get(key)
+    if hit is None or hit[0] != stamp:
+        if executed:
+            import nbformat
+
+            hit = (stamp, nbformat.read(path, as_version=4))
+        else:
+            import jupytext
+
+            hit = (stamp, jupytext.read(path))
+        _reads[key] = hit
+    return copy.deepcopy(hit[1])
+
+
 def is_notebook(src_uri: str) -> bool:
     return any(Path(src_uri).match(glob) for glob in NOTEBOOK_GLOBS)
 
 
 def published_results(executed: Path) -> dict:
     """Every dict the executed notebook displayed under RESULTS_MIME, merged."""
-    import nbformat
-
     results: dict = {}
-    for cell in nbformat.read(executed, as_version=4).cells:
+    for cell in read_notebook(executed, executed=True).cells:
         for output in cell.get("outputs", []):
             results.update(output.get("data", {}).get(RESULTS_MIME, {}))
     return results
@@ -182,9 +210,7 @@ def execution_source(notebook: Path) -> str:
     plot descriptions are left out: editing them re-renders the page without a re-run."""
     import json
 
-    import jupytext
-
-    nb = jupytext.read(notebook)
+    nb = read_notebook(notebook)
     code = [
         [c.source, {k: v for k, v in c.metadata.items() if k not in DISPLAY_ONLY}]
         for c in nb.cells
@@ -416,9 +442,7 @@ def shrink_plots(nb) -> None:
 def runs_alone(notebook: Path) -> bool:
     """A notebook whose header says ``resnorm: {runs_alone: ...}`` (it times code) gets
     the machine to itself: no other notebook executes while it runs."""
-    import jupytext
-
-    meta = jupytext.read(notebook).metadata.get("resnorm", {})
+    meta = read_notebook(notebook).metadata.get("resnorm", {})
     return bool(meta.get("runs_alone"))
 
 
@@ -577,14 +601,13 @@ def page_copy(executed: Path, source: Path) -> Path:
     translation (name.zh.py) it is a copy beside it: the English run with the twin's
     prose, without a second run; the twin's code cells must be the English notebook's,
     cell for cell. The executed notebook has the same cells plus the inlined snippets."""
-    import jupytext
     import nbformat
 
-    nb = nbformat.read(executed, as_version=4)
+    nb = read_notebook(executed, executed=True)
     own = [c for c in nb.cells if SNIPPET_TAG not in c.metadata.get("tags", [])]
     english = english_twin(source)
-    theirs = jupytext.read(source).cells
-    ran = jupytext.read(english).cells
+    theirs = read_notebook(source).cells
+    ran = read_notebook(english).cells
     if [c.cell_type for c in theirs] != [c.cell_type for c in ran] or len(own) != len(ran):
         raise PluginError(f"{source}: its cells are not {english.name}'s, cell for cell")
     lang = LOCALE.search(source.stem)
@@ -822,7 +845,12 @@ def on_post_build(config) -> None:
     out = Path(config["site_dir"]) / "assets" / "jupyter"
     out.mkdir(parents=True, exist_ok=True)
     for digest, css in _stylesheets.items():
-        (out / f"{digest}.css").write_text(prune_css(css, _classes), encoding="utf-8")
+        key = (digest, frozenset(_classes))  # a serve rebuild usually has the same pages
+        if key not in _pruned:
+            _pruned[key] = prune_css(css, _classes)
+        target = out / f"{digest}.css"
+        if not target.is_file() or target.read_text(encoding="utf-8") != _pruned[key]:
+            target.write_text(_pruned[key], encoding="utf-8")
     # Drop older executions of the notebooks this build used (other notebooks'
     # entries may belong to another configuration, so they stay).
     for name, current in _used.items():

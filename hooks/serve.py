@@ -40,6 +40,35 @@ class _DropDirtyWarning(logging.Filter):
 logging.getLogger("mkdocs.commands.build").addFilter(_DropDirtyWarning())
 
 
+def _compiled_templates():
+    """A Jinja bytecode cache kept in memory for the life of the process: every build
+    (each rebuild of ``mkdocs serve``, and each language's) gets a new Jinja environment,
+    which would parse and compile the theme's templates again. Jinja checks each entry
+    against its template's source, so an edited override is compiled anew."""
+    import jinja2
+
+    class Cache(jinja2.BytecodeCache):
+        def __init__(self) -> None:
+            self.store: dict[str, bytes] = {}
+
+        def load_bytecode(self, bucket) -> None:
+            if bucket.key in self.store:
+                bucket.bytecode_from_string(self.store[bucket.key])
+
+        def dump_bytecode(self, bucket) -> None:
+            self.store[bucket.key] = bucket.bytecode_to_string()
+
+    return Cache()
+
+
+_templates = _compiled_templates()
+
+
+def on_env(env, config, files):
+    env.bytecode_cache = _templates
+    return env
+
+
 def on_startup(command: str, dirty: bool) -> None:
     global _dirty
     _dirty = command == "serve" and dirty

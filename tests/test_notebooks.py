@@ -102,6 +102,22 @@ def test_imports_become_cells_ahead_of_the_first_code_cell(tmp_path: Path):
     assert namespace["A"] == 1 and namespace["b"]() == 2
 
 
+def test_a_remembered_notebook_is_read_again_when_its_file_changes(tmp_path: Path):
+    from hooks.notebooks import read_notebook
+
+    path = tmp_path / "nb.py"
+    path.write_text("# %%\nprint(1)\n")
+    first = read_notebook(path)
+    first.cells[0].source = "changed by a caller"  # a copy: the remembered one is intact
+    assert read_notebook(path).cells[0].source == "print(1)"
+    path.write_text("# %%\nprint(22)\n")  # another size: read again
+    assert read_notebook(path).cells[0].source == "print(22)"
+    stamp = path.stat().st_mtime_ns
+    path.write_text("# %%\nprint(33)\n")  # same size, a new mtime: read again
+    os.utime(path, ns=(stamp + 10**9, stamp + 10**9))
+    assert read_notebook(path).cells[0].source == "print(33)"
+
+
 def test_a_notebook_without_snippets_is_unchanged(tmp_path: Path):
     from hooks.notebooks import inline_snippets
 

@@ -84,3 +84,22 @@ def test_the_dirty_build_warning_is_dropped():
     assert not logger.filter(record)
     other = logging.LogRecord("mkdocs.commands.build", logging.WARNING, "", 0, "x", None, None)
     assert logger.filter(other)
+
+
+def test_compiled_templates_follow_their_source(tmp_path: Path):
+    """The in-memory bytecode cache shared by every build never serves an old template."""
+    import jinja2
+
+    hook = _hook()
+    (tmp_path / "page.html").write_text("one {{ x }}")
+
+    def render() -> str:
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(tmp_path))
+        env = hook.on_env(env, config=None, files=None)  # a new environment, as each build
+        return env.get_template("page.html").render(x=1)
+
+    assert render() == "one 1"
+    assert render() == "one 1"  # from the cache
+    assert len(hook._templates.store) >= 1
+    (tmp_path / "page.html").write_text("two {{ x }}")
+    assert render() == "two 1"
