@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 from mkdocs.structure.files import File, Files
@@ -103,3 +105,73 @@ def test_compiled_templates_follow_their_source(tmp_path: Path):
     assert len(hook._templates.store) >= 1
     (tmp_path / "page.html").write_text("two {{ x }}")
     assert render() == "two 1"
+
+
+I18N_SITE = """site_name: t
+theme: {{name: material, language: en, font: false}}
+plugins:
+  - search
+  - i18n:
+      docs_structure: suffix
+      reconfigure_material: false
+      reconfigure_search: true
+      languages:
+        - {{locale: en, default: true, name: English, build: true}}
+        - {{locale: zh, name: 中文, build: true, theme: {{language: zh}}}}
+hooks:
+  - {hook}
+"""
+
+
+def _search_index(site: Path) -> list[tuple[str, str, str]]:
+    import json
+
+    docs = json.loads((site / "search/search_index.json").read_text(encoding="utf-8"))["docs"]
+    return sorted((d["location"], d["title"], d["text"]) for d in docs)
+
+
+def test_dirty_rebuilds_keep_one_search_entry_per_section(tmp_path: Path, monkeypatch):
+    """mkdocs serve --dirty with both languages: each rebuild's search index holds every
+    page's latest sections once, as a full build's does (mkdocs-static-i18n alone would
+    stack every rebuild's entries on the last ones, and each rebuild grew slower)."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    pages = {
+        "index.md": "# Home\n\nResidual streams.\n",
+        "index.zh.md": "# 首页\n\n残差流。\n",
+        "a.md": "# A\n\nLayer norm.\n\n## Part { #part }\n\nMore.\n",
+        "a.zh.md": "# 甲\n\n层归一化。\n\n## 部分 { #part }\n\n更多。\n",
+    }
+    for name, text in pages.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text(
+        I18N_SITE.format(hook=ROOT / "hooks/i18n.py"), encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+
+    def full_build(site: Path) -> list[tuple[str, str, str]]:  # in a process of its own
+        command = [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(site)]
+        subprocess.run(command, cwd=tmp_path, check=True, capture_output=True)
+        return _search_index(site)
+
+    monkeypatch.setattr("sys.argv", ["mkdocs", "serve", "--dirty"])
+    served = tmp_path / "served"
+    config = load_config("mkdocs.yml", site_dir=str(served))
+    config.plugins.on_startup(command="serve", dirty=True)
+    plugins = config.plugins  # mkdocs serve keeps the plugins across rebuilds
+    build(config, dirty=True)
+    assert _search_index(served) == full_build(tmp_path / "full0")
+    for i in range(3):
+        (docs / "a.md").write_text(pages["a.md"] + f"\nedit number {i}\n", encoding="utf-8")
+        monkeypatch.setattr("sys.argv", ["mkdocs", "serve", "--dirty"])
+        config = load_config("mkdocs.yml", site_dir=str(served))
+        config.plugins = plugins
+        build(config, dirty=True)
+        index = _search_index(served)
+        assert len(index) == len(set(index)), "a section indexed twice"
+        texts = " ".join(text for _, _, text in index)
+        assert f"edit number {i}" in texts and f"edit number {i - 1}" not in texts
+    assert index == full_build(tmp_path / "full")
