@@ -5,10 +5,12 @@ Test ids are ``docs/page.md:LINE`` (the line of the opening fence).
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -18,9 +20,6 @@ from tests.codeblocks import PYTHON, SHELL, TRANSCRIPT
 
 BLOCKS = codeblocks.all_blocks()
 RUNNABLE = [b for b in BLOCKS if b.runnable]
-# Results by the code that ran: a Chinese page's blocks are its English twin's, byte for
-# byte (tests/test_i18n.py checks it), so each chain runs once for both languages.
-_CHAIN_RESULTS: dict[tuple[str, ...], codeblocks.Result] = {}
 _COMMAND_RESULTS: dict[tuple[str, str], subprocess.CompletedProcess] = {}
 
 
@@ -28,8 +27,31 @@ def _normalize(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
 
 
+def _chain_key(group: list[codeblocks.Block]) -> tuple[str, ...]:
+    return tuple(codeblocks.expand(b.source) for b in group)
+
+
+@pytest.fixture(scope="module")
+def chains(tmp_path_factory) -> dict[tuple[str, ...], codeblocks.Result]:
+    """Every Python chain, run once each, as many at a time as there are cores: each in a
+    fresh interpreter and a scratch directory of its own. Results are keyed by the code
+    that ran: a Chinese page's blocks are its English twin's, byte for byte
+    (tests/test_i18n.py checks it), so each chain runs once for both languages."""
+    groups = {}
+    for block in RUNNABLE:
+        if block.lang not in SHELL | TRANSCRIPT and not block.skip:
+            group = codeblocks.chain_group(block, BLOCKS)
+            groups.setdefault(_chain_key(group), group)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        futures = {
+            key: pool.submit(codeblocks.run_python, group, tmp_path_factory.mktemp("chain"))
+            for key, group in groups.items()
+        }
+        return {key: future.result() for key, future in futures.items()}
+
+
 @pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
-def test_code_block(block: codeblocks.Block, tmp_path: Path):
+def test_code_block(block: codeblocks.Block, tmp_path: Path, chains):
     if block.skip:
         pytest.skip(f"{block.id}: {block.skip}")
     if block.lang in SHELL:
@@ -70,10 +92,7 @@ def test_code_block(block: codeblocks.Block, tmp_path: Path):
         # A chain runs once, in one interpreter, for all its blocks: a block's
         # output is captured when it runs, so the blocks after it change nothing.
         group = codeblocks.chain_group(block, BLOCKS)
-        key = tuple(codeblocks.expand(b.source) for b in group)
-        if key not in _CHAIN_RESULTS:
-            _CHAIN_RESULTS[key] = codeblocks.run_python(group, cwd=tmp_path)
-        result = _CHAIN_RESULTS[key]
+        result = chains[_chain_key(group)]
         index = group.index(block)
         assert len(result.outputs) > index and result.failed != block.id, (
             f"{result.failed} failed"
