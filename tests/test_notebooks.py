@@ -294,8 +294,14 @@ def reader_runs(built_site: Path, tmp_path_factory) -> dict:
     scratch = tmp_path_factory.mktemp("reader")
     assert not scratch.is_relative_to(ROOT)
     jobs, started = {}, {}
+
+    def build_seconds(ipynb: Path) -> float:
+        return nbformat.read(ipynb, as_version=4).metadata["resnorm"]["execution_seconds"]
+
+    # The longest first (by the build's run), so that no long run starts last.
+    downloads = sorted(_downloads(built_site), key=build_seconds, reverse=True)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        for ipynb in _downloads(built_site):
+        for ipynb in downloads:
             cells = page_cells(ipynb.parent / "index.html")
             stem = ipynb.stem
             if tuple(cells) not in started:
