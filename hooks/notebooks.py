@@ -456,11 +456,31 @@ def notebook_jobs() -> int:
     return os.cpu_count() or 1
 
 
+def longest_first(pending: list[tuple[str, Path, Path]], root: Path) -> list:
+    """The notebooks in the order that ends a parallel run soonest: the longest first.
+    A notebook's length is its last run's time where an earlier run is still in the cache
+    (its code changed since), else the size of its source; those never run come first."""
+    import json
+
+    def key(job: tuple[str, Path, Path]) -> tuple[bool, float]:
+        _, source, target = job
+        for earlier in (root / CACHE).glob(f"*/{target.name}"):
+            try:
+                meta = json.loads(earlier.read_text(encoding="utf-8"))["metadata"]
+                return True, -float(meta["resnorm"]["execution_seconds"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return False, -float(source.stat().st_size)
+
+    return sorted(pending, key=key)
+
+
 def execute_all(pending: list[tuple[str, Path, Path]], root: Path, jobs: int) -> None:
-    """Execute the (name, source, target) notebooks: up to ``jobs`` at a time, then, one
-    by one on an otherwise idle machine, those that run alone. Logs one line each."""
+    """Execute the (name, source, target) notebooks: up to ``jobs`` at a time, the longest
+    first, then, one by one on an otherwise idle machine, those that run alone. Logs one
+    line each."""
     alone = [p for p in pending if runs_alone(p[1])]
-    shared = [p for p in pending if p not in alone]
+    shared = longest_first([p for p in pending if p not in alone], root)
     names = ", ".join(name for name, _, _ in alone)
     log.info(
         "executing %d notebook(s), %d at a time%s; this happens on the first build and "

@@ -550,3 +550,22 @@ def test_a_quoted_number_is_literal_text(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr
     text = html.unescape(re.sub(r"<[^>]+>", "", (tmp_path / "site/index.html").read_text()))
     assert value in text
+
+
+def test_parallel_runs_start_with_the_longest(tmp_path: Path):
+    """Longest first: by an earlier run's time where one is cached, else by source size,
+    with notebooks never run before ahead of the rest."""
+    from hooks.notebooks import CACHE, longest_first
+
+    sources = {}
+    for name, size in (("short", 10), ("long", 5000), ("known_fast", 9000), ("known_slow", 1)):
+        sources[name] = tmp_path / f"{name}.py"
+        sources[name].write_text("#" * size)
+    for name, seconds in (("known_fast", 2.5), ("known_slow", 40.0)):
+        earlier = tmp_path / CACHE / f"old-{name}" / f"{name}.ipynb"
+        earlier.parent.mkdir(parents=True)
+        nb = nbformat.v4.new_notebook(metadata={"resnorm": {"execution_seconds": seconds}})
+        nbformat.write(nb, earlier)
+    pending = [(n, src, tmp_path / CACHE / "new" / f"{n}.ipynb") for n, src in sources.items()]
+    order = [name for name, _, _ in longest_first(pending, tmp_path)]
+    assert order == ["long", "short", "known_slow", "known_fast"]
