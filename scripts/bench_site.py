@@ -297,6 +297,15 @@ def notebook_times() -> list[tuple[str, float]]:
     return times
 
 
+def runs_alone(stem: str) -> bool:
+    """Whether the notebook docs/**/STEM.py runs alone (it times code), as the build reads it."""
+    sys.path.insert(0, str(ROOT))
+    from hooks.notebooks import runs_alone as header_says_so
+
+    (source,) = (ROOT / "docs").rglob(f"{stem}.py")
+    return header_says_so(source)
+
+
 def row(label: str, seconds: float, goal: float | None = None) -> None:
     line = f"{label:34} {seconds:7.1f} s"
     if goal is not None:
@@ -329,6 +338,15 @@ def main() -> None:
     for name, seconds in times:
         row(f"  notebook {name}:", seconds, 90)
     row("  all notebooks together:", sum(t for _, t in times), 360)
+    alone = [t for name, t in times if runs_alone(name)]
+    shared = [t for name, t in times if not runs_alone(name)]
+    cores = os.cpu_count() or 1
+    floor = sum(alone) + max(sum(shared) / cores, max(shared, default=0.0))
+    print(
+        f"  the notebooks alone take at least {floor:.1f} s of a cold build here: "
+        f"those that run alone ({sum(alone):.1f} s) plus the others spread over {cores} "
+        f"core(s) ({sum(shared):.1f} s of work)"
+    )
     first, edits, snippet_s, executed = time_serve()
     row("mkdocs serve, start to first 200:", first, 5)
     for i, seconds in enumerate(edits, 1):
