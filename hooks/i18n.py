@@ -69,8 +69,19 @@ def on_page_context(context, page, config, nav):
     return context
 
 
+# The language of each build under way, innermost last: mkdocs-static-i18n runs the
+# Chinese build inside the English one's post_build, and leaves the configuration's
+# language set to the last one built, so post_build cannot tell which build ends from it.
+_building: list[str] = []
+
+
+def on_build_error(error) -> None:
+    _building.clear()
+
+
 @event_priority(-10)  # after mkdocs-jupyter's, which starts a new set for each build
 def on_pre_build(config) -> None:
+    _building.append(config.theme.get("language", DEFAULT_LANGUAGE))
     i18n = _plugin(config, "i18n")
     if _rebuilds and i18n is not None:
         i18n.search_entries.clear()  # never emptied by the plugin itself
@@ -97,9 +108,9 @@ def write_dirty_index(config) -> None:
 
 @event_priority(-200)  # after mkdocs-static-i18n has built every language
 def on_post_build(config) -> None:
-    english = config.theme.get("language", DEFAULT_LANGUAGE) == DEFAULT_LANGUAGE
+    outermost = _building.pop() == DEFAULT_LANGUAGE if _building else True
     search = _plugin(config, "material/search", "search")
-    if _rebuilds and english and search is not None and _plugin(config, "i18n") is not None:
+    if _rebuilds and outermost and search is not None and _plugin(config, "i18n") is not None:
         write_dirty_index(config)
     jupyter = config.plugins.get("mkdocs-jupyter")
     if jupyter is not None and jupyter.config["cache"] and not _dirty:

@@ -36,6 +36,7 @@ another host. Math in notebooks is typeset by the site's own KaTeX.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import logging
 import os
@@ -79,6 +80,42 @@ CLASS_IN_SELECTOR = re.compile(r"\.(-?[A-Za-z_][\w-]*)")
 
 
 _pruned: dict[tuple[str, frozenset[str]], str] = {}  # prune_css results, by input
+
+
+@functools.lru_cache(maxsize=64)
+def _selector_classes(css: str) -> tuple[bool, tuple[frozenset[str], ...]]:
+    """What prune_css decides on, read once per stylesheet: whether the sheet keeps
+    something whatever the page uses (an at-rule, a selector without a class, stray
+    text), and the classes each other selector needs (inside @media too)."""
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.DOTALL)
+    always, needs, i, n = False, [], 0, len(css)
+    while i < n:
+        open_at = css.find("{", i)
+        if open_at < 0:
+            always = always or bool(css[i:].strip())
+            break
+        depth, j = 1, open_at + 1
+        while j < n and depth:
+            depth += {"{": 1, "}": -1}.get(css[j], 0)
+            j += 1
+        head = css[i:open_at].strip()
+        if head.startswith("@media"):
+            inner_always, inner = _selector_classes(css[open_at + 1 : j - 1])
+            always, needs = always or inner_always, needs + list(inner)
+        elif head.startswith("@"):
+            always = True
+        else:
+            for sel in head.split(","):
+                if sel.strip():
+                    needs.append(frozenset(CLASS_IN_SELECTOR.findall(sel)))
+        i = j
+    return always, tuple(needs)
+
+
+def keeps_anything(css: str, used: set[str]) -> bool:
+    """Whether prune_css(css, used) keeps any rule, without building its output."""
+    always, needs = _selector_classes(css)
+    return always or any(classes <= used for classes in needs)
 
 
 def prune_css(css: str, used: set[str]) -> str:
@@ -828,7 +865,7 @@ def on_post_page(html: str, page, config) -> str:
     href = "/".join([".."] * page.url.count("/")) or "."
 
     def link(css: str) -> str:
-        if not prune_css(css, page_classes).strip():
+        if not keeps_anything(css, page_classes):
             return ""
         digest = hashlib.sha256(css.encode()).hexdigest()[:12]
         if digest in linked:

@@ -386,6 +386,32 @@ def test_notebook_css_keeps_only_rules_the_pages_can_use():
     )
 
 
+def test_whether_a_stylesheet_keeps_anything_is_what_pruning_it_leaves():
+    """keeps_anything() answers for a page without pruning the sheet (once per sheet)."""
+    import itertools
+
+    from hooks.notebooks import keeps_anything, prune_css
+
+    sheets = [
+        ".a{x:1}.b .c{y:2}.zz{gone:1}/* a {comment} */",
+        "@media (max-width:10px){.a{z:1}.d{z:2}}",
+        "@media print{.q{z:1}}.r .s{t:1}",
+        "@font-face{src:url(f.woff2)}.zz{gone:1}",
+        "p{m:0}",
+        ".a,.e{k:1}",
+        "/* only a comment */",
+        "",
+    ]
+    names = ["a", "b", "c", "d", "e", "q", "r", "s", "zz"]
+    for css in sheets:
+        for k in range(4):
+            for used in itertools.combinations(names, k):
+                assert keeps_anything(css, set(used)) == bool(prune_css(css, set(used)).strip()), (
+                    css,
+                    used,
+                )
+
+
 def test_notebook_plots_are_stored_as_palette_png():
     import base64
     import io

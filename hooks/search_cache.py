@@ -1,0 +1,125 @@
+"""Material's search entries for each page, remembered between builds.
+
+Material's search plugin parses every rendered page's HTML to split it into sections,
+and segments Chinese text into words with jieba: most of a build whose notebooks are
+already executed, and so most of the wait before ``mkdocs serve`` shows its first
+page. A page's entries depend only on what the plugin reads: the page's HTML, table
+of contents, URL, title and front matter, the plugin's configuration and the versions
+of Material and jieba. Entries are kept in ``.cache/search/`` under a hash of all of
+that, so a page that did not change is not parsed again; any change is a new entry.
+A full build deletes the entries that neither language used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from mkdocs.plugins import event_priority
+
+CACHE = Path(".cache/search")
+DEFAULT_LANGUAGE = "en"
+_used: set[str] = set()  # entry files read or written by this build, every language
+_dirty = False
+
+
+def on_startup(command: str, dirty: bool) -> None:
+    global _dirty
+    _dirty = dirty
+
+
+def _search(config):
+    plugin = config.plugins.get("material/search") or config.plugins.get("search")
+    return plugin if plugin is not None and hasattr(plugin, "search_index") else None
+
+
+def _toc(items) -> list:
+    return [[i.id, i.url, i.title, _toc(i.children)] for i in items]
+
+
+def entry_key(page, search) -> str:
+    """A hash of everything Material's search plugin reads to index ``page``."""
+    import jieba
+    import material
+
+    h = hashlib.sha256()
+    parts = (
+        material.__version__,
+        jieba.__version__,
+        json.dumps(dict(search.config), sort_keys=True, default=str),
+        page.url,
+        str(page.title),
+        json.dumps(page.meta, sort_keys=True, default=str),
+        json.dumps(_toc(page.toc)),
+        page.content,
+    )
+    for part in parts:
+        h.update(part.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def remembering(index, search, folder: Path):
+    """``index.add_entry_from_context``, reading a page's entries from ``folder`` when
+    they are there and writing them there when they are not."""
+    parse = index.add_entry_from_context
+
+    def add_entry_from_context(page) -> None:
+        path = folder / f"{entry_key(page, search)}.json"
+        _used.add(path.name)
+        try:
+            index.entries.extend(json.loads(path.read_text(encoding="utf-8")))
+            return
+        except (OSError, ValueError):
+            pass  # not there yet (or unreadable): parse the page
+        before = len(index.entries)
+        parse(page)
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(index.entries[before:], ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)  # whole, even with another build reading the folder
+
+    add_entry_from_context.remembering = True
+    return add_entry_from_context
+
+
+# The language of each build under way, innermost last: mkdocs-static-i18n runs the
+# Chinese build inside the English one's post_build, and leaves the configuration's
+# language set to the last one built, so post_build cannot tell which build ends from it.
+_building: list[str] = []
+
+
+def on_build_error(error) -> None:
+    _building.clear()
+
+
+@event_priority(100)
+def on_pre_build(config) -> None:
+    _building.append(config.theme.get("language", DEFAULT_LANGUAGE))
+    if _building == [DEFAULT_LANGUAGE]:
+        _used.clear()  # a new build: the English one comes first
+
+
+@event_priority(10)  # before Material's search plugin indexes the page
+def on_page_context(context, page, config, nav):
+    search = _search(config)
+    # each language's build has its own index; wrap whichever this one is
+    if search is not None and search.config.enabled:
+        index = search.search_index
+        if not getattr(index.add_entry_from_context, "remembering", False):
+            folder = Path(config.config_file_path).parent / CACHE
+            index.add_entry_from_context = remembering(index, search, folder)
+    return context
+
+
+@event_priority(-300)  # after mkdocs-static-i18n has built the other languages
+def on_post_build(config) -> None:
+    outermost = _building.pop() == DEFAULT_LANGUAGE if _building else True
+    if _dirty or not outermost:  # a dirty build indexes some pages only
+        return
+    folder = Path(config.config_file_path).parent / CACHE
+    for entry in folder.glob("*.json"):
+        if entry.name not in _used:
+            entry.unlink(missing_ok=True)

@@ -1,0 +1,72 @@
+"""hooks/search_cache.py: a page's search entries are parsed once and read back after."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+SITE = """site_name: t
+theme: {{name: material, language: en, font: false}}
+plugins:
+  - search:
+      separator: '[\\s\\u200b\\-]+'
+  - i18n:
+      docs_structure: suffix
+      reconfigure_material: false
+      languages:
+        - {{locale: en, default: true, name: English, build: true}}
+        - {{locale: zh, name: 中文, build: true, theme: {{language: zh}}}}
+hooks:
+{hooks}
+"""
+PAGES = {
+    "index.md": "# Home\n\nResidual streams.\n",
+    "index.zh.md": "# 首页\n\n残差流。\n",
+    "a.md": "# A\n\nLayer norm.\n\n## Part { #part }\n\nMore.\n",
+    "a.zh.md": "# 甲\n\n层归一化。\n\n## 部分 { #part }\n\n更多。\n",
+}
+
+
+def _site(root: Path, hooks: list[str]) -> None:
+    (root / "docs").mkdir(exist_ok=True)
+    for name, text in PAGES.items():
+        (root / "docs" / name).write_text(text, encoding="utf-8")
+    lines = "\n".join(f"  - {ROOT / 'hooks' / h}" for h in hooks)
+    (root / "mkdocs.yml").write_text(SITE.format(hooks=lines), encoding="utf-8")
+
+
+def _build(root: Path) -> str:
+    command = [sys.executable, "-m", "mkdocs", "build", "-q", "--strict"]
+    subprocess.run(command, cwd=root, check=True, capture_output=True)
+    return (root / "site/search/search_index.json").read_text(encoding="utf-8")
+
+
+def _entries(root: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in (root / ".cache/search").glob("*.json")}
+
+
+def test_the_index_is_the_same_and_unchanged_pages_are_not_parsed_again(tmp_path: Path):
+    plain, cached = tmp_path / "plain", tmp_path / "cached"
+    plain.mkdir(), cached.mkdir()
+    _site(plain, ["i18n.py"])
+    _site(cached, ["i18n.py", "search_cache.py"])
+    reference = _build(plain)
+
+    assert _build(cached) == reference  # parsed, and remembered
+    first = _entries(cached)
+    assert len(first) == len(PAGES), "one entry file per page and language"
+    assert _build(cached) == reference  # read back
+    assert _entries(cached) == first, "nothing parsed or written again"
+
+    page = cached / "docs/a.md"
+    page.write_text(PAGES["a.md"].replace("Layer norm.", "Layer norm, edited."), encoding="utf-8")
+    index = json.loads(_build(cached))["docs"]
+    assert any("Layer norm, edited." in d["text"] for d in index)
+    assert not any(d["text"] == "<p>Layer norm.</p>" for d in index)
+    second = _entries(cached)
+    assert len(second) == len(PAGES), "the old entry of the edited page is gone"
+    assert len(set(second) - set(first)) == 1
