@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 from mkdocs.plugins import event_priority
@@ -28,6 +29,23 @@ _dirty = False
 def on_startup(command: str, dirty: bool) -> None:
     global _dirty
     _dirty = dirty
+
+
+def on_serve(server, config, builder):
+    """With entries read back, the first build may not have segmented any Chinese text,
+    and jieba loads its dictionary on first use (about a second): load it now, while the
+    server waits for the first edit, not during the first rebuild of a Chinese page. It
+    starts a few seconds in, so as not to hold up the first pages the browser asks for."""
+    import threading
+
+    import jieba
+
+    def load() -> None:
+        time.sleep(3)
+        jieba.initialize()
+
+    threading.Thread(target=load, name="jieba-dictionary", daemon=True).start()
+    return server
 
 
 def _search(config):
