@@ -107,22 +107,6 @@ def test_compiled_templates_follow_their_source(tmp_path: Path):
     assert render() == "two 1"
 
 
-I18N_SITE = """site_name: t
-theme: {{name: material, language: en, font: false}}
-plugins:
-  - search
-  - i18n:
-      docs_structure: suffix
-      reconfigure_material: false
-      reconfigure_search: true
-      languages:
-        - {{locale: en, default: true, name: English, build: true}}
-        - {{locale: zh, name: 中文, build: true, theme: {{language: zh}}}}
-hooks:
-  - {hook}
-"""
-
-
 def _search_index(site: Path) -> list[tuple[str, str, str]]:
     import json
 
@@ -137,19 +121,11 @@ def test_dirty_rebuilds_keep_one_search_entry_per_section(tmp_path: Path, monkey
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
+    from tests.test_search_cache import PAGES
+    from tests.test_search_cache import _site as two_language_site
+
+    two_language_site(tmp_path, ["i18n.py"])
     docs = tmp_path / "docs"
-    docs.mkdir()
-    pages = {
-        "index.md": "# Home\n\nResidual streams.\n",
-        "index.zh.md": "# 首页\n\n残差流。\n",
-        "a.md": "# A\n\nLayer norm.\n\n## Part { #part }\n\nMore.\n",
-        "a.zh.md": "# 甲\n\n层归一化。\n\n## 部分 { #part }\n\n更多。\n",
-    }
-    for name, text in pages.items():
-        (docs / name).write_text(text, encoding="utf-8")
-    (tmp_path / "mkdocs.yml").write_text(
-        I18N_SITE.format(hook=ROOT / "hooks/i18n.py"), encoding="utf-8"
-    )
     monkeypatch.chdir(tmp_path)
 
     def full_build(site: Path) -> list[tuple[str, str, str]]:  # in a process of its own
@@ -165,7 +141,7 @@ def test_dirty_rebuilds_keep_one_search_entry_per_section(tmp_path: Path, monkey
     build(config, dirty=True)
     assert _search_index(served) == full_build(tmp_path / "full0")
     for i in range(3):
-        (docs / "a.md").write_text(pages["a.md"] + f"\nedit number {i}\n", encoding="utf-8")
+        (docs / "a.md").write_text(PAGES["a.md"] + f"\nedit number {i}\n", encoding="utf-8")
         monkeypatch.setattr("sys.argv", ["mkdocs", "serve", "--dirty"])
         config = load_config("mkdocs.yml", site_dir=str(served))
         config.plugins = plugins
