@@ -215,6 +215,19 @@ def time_serve() -> tuple[float, list[float], float, list[str]]:
         serve.close()
 
 
+def notebook_pages() -> list[tuple[str, str]]:
+    """Every notebook page, in both languages, and the label it shows once its run is in."""
+    sys.path.insert(0, str(ROOT))
+    from hooks.notebooks import LABELS
+
+    pages = []
+    for source in sorted((ROOT / "docs").glob("*/*.py")):
+        stem, _, lang = source.stem.partition(".")
+        prefix = f"{lang}/" if lang else ""
+        pages.append((f"{prefix}{source.parent.name}/{stem}/", LABELS[lang or "en"]["imports"]))
+    return pages
+
+
 def time_fresh_clone() -> tuple[float, float]:
     """``make serve`` in a fresh clone of HEAD: seconds to the first 200, and to every
     notebook page showing its executed run."""
@@ -223,11 +236,8 @@ def time_fresh_clone() -> tuple[float, float]:
     serve = Serve(cwd=where, make=True)
     try:
         first_200 = serve.wait_for("")
-        pages = ["notebooks/layer_norm_activations/"] + [
-            f"experiments/{p.stem}/" for p in sorted((ROOT / "docs/experiments").glob("*.py"))
-        ]
-        for page in pages:
-            serve.wait_for(page, "Code this notebook imports")
+        for page, label in notebook_pages():
+            serve.wait_for(page, label)
         return first_200, time.perf_counter() - serve.start
     finally:
         serve.close()
