@@ -7,12 +7,13 @@ the same directory, each as a build of its own. Two things follow:
   root (``extra.alternate``), and only the English root gets one; the Chinese root
   gets the same file, so the script finds it there too instead of requesting a
   missing file on every page.
-- Under ``mkdocs serve --dirty``, Material's search plugin keeps the previous index
-  and replaces only the re-rendered pages' entries, while mkdocs-static-i18n stacks
-  up every language's entries in a list it never empties: each rebuild indexed every
-  page again on top of the last, so rebuilds grew slower by about three times each
-  (0.5 s, 0.7, 1.1, 2.7, 7.4, 27, 97 s). Here a dirty build's index is made from each
-  page's latest entries instead, with mkdocs-static-i18n's own de-duplication.
+- mkdocs-static-i18n stacks up every language's search entries in a list it never
+  empties, and ``mkdocs serve`` keeps the plugin from one rebuild to the next: each
+  rebuild indexed every page again on top of the last. Under ``--dirty``, Material's
+  search plugin also merges the previous index into each rebuild, and rebuilds grew
+  slower by about three times each (0.5 s, 0.7, 1.1, 2.7, 7.4, 27, 97 s). Here the list
+  is emptied when a build starts, and a dirty build's index is made from each page's
+  latest entries, with mkdocs-static-i18n's own de-duplication.
 - mkdocs-jupyter caches each rendered notebook page and, at the end of a build,
   deletes the entries that build did not use: the English build would delete the
   Chinese pages' entries and the Chinese build the English ones, so every build
@@ -61,6 +62,17 @@ def on_startup(command: str, dirty: bool) -> None:
     _entries.clear()
 
 
+@event_priority(0)  # before mkdocs-static-i18n's (-100), which reads the language
+def on_config(config):
+    """Every build starts with the default language, as the first one does: the plugin
+    remembers the last language it built, and mkdocs serve keeps the plugin from one
+    rebuild to the next, so each rebuild built Chinese, then English, then Chinese again."""
+    i18n = _plugin(config, "i18n")
+    if i18n is not None and not i18n.building:
+        i18n.current_language = i18n.default_language
+    return config
+
+
 @event_priority(-10)  # after Material's search plugin has indexed the page
 def on_page_context(context, page, config, nav):
     search = _plugin(config, "material/search", "search")
@@ -75,17 +87,34 @@ def on_page_context(context, page, config, nav):
 _building: list[str] = []
 
 
+_given_back: list = []  # plugins whose reconfigure_search this process turned off
+_search_plugins: list = []  # search plugins holding a dirty rebuild's index
+
+
 def on_build_error(error) -> None:
     _building.clear()
+
+
+def on_shutdown() -> None:
+    """The plugins as they were: a process that builds again (tests do) starts clean."""
+    while _given_back:
+        _given_back.pop().config.reconfigure_search = True
+    while _search_plugins:
+        _search_plugins.pop().search_index_prev = None
 
 
 @event_priority(-10)  # after mkdocs-jupyter's, which starts a new set for each build
 def on_pre_build(config) -> None:
     _building.append(config.theme.get("language", DEFAULT_LANGUAGE))
     i18n = _plugin(config, "i18n")
-    if _rebuilds and i18n is not None:
-        i18n.search_entries.clear()  # never emptied by the plugin itself
-        i18n.config.reconfigure_search = False  # the de-duplication happens below
+    if i18n is not None and _building == [DEFAULT_LANGUAGE]:
+        # A new build: the plugin never empties this list itself, and mkdocs serve
+        # keeps the plugin from one rebuild to the next.
+        i18n.search_entries.clear()
+        if _rebuilds and i18n.config.reconfigure_search:
+            # de-duplicated in write_dirty_index instead; given back in on_shutdown
+            i18n.config.reconfigure_search = False
+            _given_back.append(i18n)
     jupyter = config.plugins.get("mkdocs-jupyter")
     if jupyter is None:
         return
@@ -104,6 +133,8 @@ def write_dirty_index(config) -> None:
     path = Path(config["site_dir"]) / "search" / "search_index.json"
     path.write_text(search.search_index.generate_search_index(None), encoding="utf-8")
     search.search_index_prev = search.search_index
+    if search not in _search_plugins:
+        _search_plugins.append(search)
 
 
 @event_priority(-200)  # after mkdocs-static-i18n has built every language

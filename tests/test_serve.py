@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mkdocs.structure.files import File, Files
 
 from tests.conftest import ROOT
@@ -114,10 +115,11 @@ def _search_index(site: Path) -> list[tuple[str, str, str]]:
     return sorted((d["location"], d["title"], d["text"]) for d in docs)
 
 
-def test_dirty_rebuilds_keep_one_search_entry_per_section(tmp_path: Path, monkeypatch):
-    """mkdocs serve --dirty with both languages: each rebuild's search index holds every
-    page's latest sections once, as a full build's does (mkdocs-static-i18n alone would
-    stack every rebuild's entries on the last ones, and each rebuild grew slower)."""
+@pytest.mark.parametrize("dirty", [True, False], ids=["serve --dirty", "serve"])
+def test_rebuilds_keep_one_search_entry_per_section(tmp_path: Path, monkeypatch, dirty: bool):
+    """mkdocs serve with both languages, --dirty or not: each rebuild's search index holds
+    every page's latest sections once, as a full build's does (mkdocs-static-i18n alone
+    stacks every rebuild's entries on the last ones, and each rebuild grew slower)."""
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
@@ -133,21 +135,23 @@ def test_dirty_rebuilds_keep_one_search_entry_per_section(tmp_path: Path, monkey
         subprocess.run(command, cwd=tmp_path, check=True, capture_output=True)
         return _search_index(site)
 
-    monkeypatch.setattr("sys.argv", ["mkdocs", "serve", "--dirty"])
+    argv = ["mkdocs", "serve", "--dirty"] if dirty else ["mkdocs", "serve"]
+    monkeypatch.setattr("sys.argv", argv)
     served = tmp_path / "served"
     config = load_config("mkdocs.yml", site_dir=str(served))
-    config.plugins.on_startup(command="serve", dirty=True)
+    config.plugins.on_startup(command="serve", dirty=dirty)
     plugins = config.plugins  # mkdocs serve keeps the plugins across rebuilds
-    build(config, dirty=True)
+    build(config, dirty=dirty)
     assert _search_index(served) == full_build(tmp_path / "full0")
     for i in range(3):
         (docs / "a.md").write_text(PAGES["a.md"] + f"\nedit number {i}\n", encoding="utf-8")
-        monkeypatch.setattr("sys.argv", ["mkdocs", "serve", "--dirty"])
+        monkeypatch.setattr("sys.argv", argv)
         config = load_config("mkdocs.yml", site_dir=str(served))
         config.plugins = plugins
-        build(config, dirty=True)
+        build(config, dirty=dirty)
         index = _search_index(served)
         assert len(index) == len(set(index)), "a section indexed twice"
         texts = " ".join(text for _, _, text in index)
         assert f"edit number {i}" in texts and f"edit number {i - 1}" not in texts
+    plugins.on_shutdown()  # as mkdocs serve does when it stops
     assert index == full_build(tmp_path / "full")
