@@ -7,7 +7,8 @@ page. A page's entries depend only on what the plugin reads: the page's HTML, ta
 of contents, URL, title and front matter, the plugin's configuration and the versions
 of Material and jieba. Entries are kept in ``.cache/search/`` under a hash of all of
 that, so a page that did not change is not parsed again; any change is a new entry.
-A full build deletes the entries that neither language used.
+When ``mkdocs build`` (or a ``mkdocs serve`` without ``--dirty``) ends, the entries
+that no build of the process used are deleted.
 """
 
 from __future__ import annotations
@@ -21,14 +22,15 @@ from pathlib import Path
 from mkdocs.plugins import event_priority
 
 CACHE = Path(".cache/search")
-DEFAULT_LANGUAGE = "en"
-_used: set[str] = set()  # entry files read or written by this build, every language
+_used: set[str] = set()  # entry files read or written by this process, every language
+_folder: Path | None = None  # where they are
 _dirty = False
 
 
 def on_startup(command: str, dirty: bool) -> None:
     global _dirty
     _dirty = dirty
+    _used.clear()
 
 
 def on_serve(server, config, builder):
@@ -103,23 +105,6 @@ def remembering(index, search, folder: Path):
     return add_entry_from_context
 
 
-# The language of each build under way, innermost last: mkdocs-static-i18n runs the
-# Chinese build inside the English one's post_build, and leaves the configuration's
-# language set to the last one built, so post_build cannot tell which build ends from it.
-_building: list[str] = []
-
-
-def on_build_error(error) -> None:
-    _building.clear()
-
-
-@event_priority(100)
-def on_pre_build(config) -> None:
-    _building.append(config.theme.get("language", DEFAULT_LANGUAGE))
-    if _building == [DEFAULT_LANGUAGE]:
-        _used.clear()  # a new build: the English one comes first
-
-
 @event_priority(10)  # before Material's search plugin indexes the page
 def on_page_context(context, page, config, nav):
     search = _search(config)
@@ -127,17 +112,17 @@ def on_page_context(context, page, config, nav):
     if search is not None and search.config.enabled:
         index = search.search_index
         if not getattr(index.add_entry_from_context, "remembering", False):
-            folder = Path(config.config_file_path).parent / CACHE
-            index.add_entry_from_context = remembering(index, search, folder)
+            global _folder
+            _folder = Path(config.config_file_path).parent / CACHE
+            index.add_entry_from_context = remembering(index, search, _folder)
     return context
 
 
-@event_priority(-300)  # after mkdocs-static-i18n has built the other languages
-def on_post_build(config) -> None:
-    outermost = _building.pop() == DEFAULT_LANGUAGE if _building else True
-    if _dirty or not outermost:  # a dirty build indexes some pages only
+def on_shutdown() -> None:
+    """Delete the entries that no build of this process used (every language's build
+    runs in the one process), unless a dirty build indexed some pages only."""
+    if _dirty or _folder is None or not _used:
         return
-    folder = Path(config.config_file_path).parent / CACHE
-    for entry in folder.glob("*.json"):
+    for entry in _folder.glob("*.json"):
         if entry.name not in _used:
             entry.unlink(missing_ok=True)
