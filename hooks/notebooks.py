@@ -592,11 +592,10 @@ def _execute_in_background(pending: list[tuple[str, Path, Path]], root: Path) ->
 
 def placeholder(source: Path, target: Path, failure: str | None, lang: str) -> Path:
     """A stand-in notebook for a page whose notebook has not finished executing."""
-    import jupytext
     import nbformat
 
     title = next(
-        (c.source.splitlines()[0] for c in jupytext.read(source).cells if c.source.strip()),
+        (c.source.splitlines()[0] for c in read_notebook(source).cells if c.source.strip()),
         f"# {source.stem}",
     )
     text = LABELS[lang]["failed"].format(failure=failure) if failure else LABELS[lang]["running"]

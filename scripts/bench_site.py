@@ -44,6 +44,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # runs_alone() and LABELS come from hooks/notebooks.py
 ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1")
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 KB = 1000
@@ -217,7 +218,6 @@ def time_serve() -> tuple[float, list[float], float, list[str]]:
 
 def notebook_pages() -> list[tuple[str, str]]:
     """Every notebook page, in both languages, and the label it shows once its run is in."""
-    sys.path.insert(0, str(ROOT))
     from hooks.notebooks import LABELS
 
     pages = []
@@ -309,7 +309,6 @@ def notebook_times() -> list[tuple[str, float]]:
 
 def runs_alone(stem: str) -> bool:
     """Whether the notebook docs/**/STEM.py runs alone (it times code), as the build reads it."""
-    sys.path.insert(0, str(ROOT))
     from hooks.notebooks import runs_alone as header_says_so
 
     (source,) = (ROOT / "docs").rglob(f"{stem}.py")
