@@ -2,8 +2,10 @@
 
 Every English page (``docs/x/page.md``) and notebook (``docs/x/name.py``) has a
 Chinese twin beside it (``page.zh.md``, ``name.zh.py``), built to ``/zh/``. A
-twin translates the prose and nothing else: its code blocks are the English
-page's byte for byte (so one run of each covers both), and it has as many
+twin translates the prose and nothing else: a page's code blocks are the English
+page's byte for byte (so one run of each covers both), and a notebook twin's code
+cells are empty, in the English notebook's places, for the build takes each from
+``name.py``: they keep only a plot's translated alt text. A twin has as many
 diagrams, figures and measured numbers, and the same heading anchors, so links
 and the language switch land on the same section in either language.
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
+from hooks.notebooks import DISPLAY_ONLY
 from scripts.heading_ids import heading_ids
 from tests import codeblocks
 from tests.conftest import ROOT
@@ -138,23 +141,68 @@ def test_twin_shows_the_same_code(page: Path):
         assert a == b, f"code block {i + 1} differs from the English page's"
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p.suffix == ".py"], ids=_name)
-def test_notebook_twin_runs_the_same_code(page: Path):
+NOTEBOOKS = [p for p in PAGES if p.suffix == ".py"]
+
+
+def read_twins(page: Path):
     zh = twin(page)
     if not zh.is_file():
         pytest.fail(f"no twin {zh.name}", pytrace=False)
-    en_nb, zh_nb = jupytext.read(page), jupytext.read(zh)
+    return jupytext.read(page), jupytext.read(zh)
+
+
+def shape(option) -> tuple[str, int]:
+    """One text, or a list of as many texts as the cell draws figures."""
+    return ("list", len(option)) if isinstance(option, list) else ("text", 1)
+
+
+def code_cell_problems(en_nb, zh_nb) -> list[str]:
+    """What a twin's code cells carry beyond their display options, cell by cell."""
+    en_code = [c for c in en_nb.cells if c.cell_type == "code"]
+    zh_code = [c for c in zh_nb.cells if c.cell_type == "code"]
+    if len(zh_code) != len(en_code):
+        return [f"{len(zh_code)} code cells, the English notebook has {len(en_code)}"]
+    problems = []
+    for i, (en, zh) in enumerate(zip(en_code, zh_code, strict=True), start=1):
+        if zh.source:
+            problems.append(f"code cell {i} has code: {zh.source.splitlines()[0]!r}")
+        if extra := sorted(set(zh.metadata) - set(DISPLAY_ONLY)):
+            problems.append(f"code cell {i} has options {extra}; they come from the English cell")
+        for key in DISPLAY_ONLY:
+            if (key in zh.metadata) != (key in en.metadata):
+                has = "has" if key in en.metadata else "has no"
+                problems.append(f"code cell {i}: the English cell {has} {key}, the twin's not")
+            elif key in en.metadata and shape(zh.metadata[key]) != shape(en.metadata[key]):
+                problems.append(
+                    f"code cell {i}: {key} is {shape(zh.metadata[key])}, "
+                    f"the English cell's {shape(en.metadata[key])}"
+                )
+            texts = zh.metadata.get(key, [])
+            texts = texts if isinstance(texts, list) else [texts]
+            if not all(isinstance(t, str) and t.strip() for t in texts):
+                problems.append(f"code cell {i}: {key} should be non-empty text, got {texts!r}")
+    return problems
+
+
+@pytest.mark.parametrize("page", NOTEBOOKS, ids=_name)
+def test_notebook_twin_has_the_same_cells(page: Path):
+    en_nb, zh_nb = read_twins(page)
     assert [c.cell_type for c in zh_nb.cells] == [c.cell_type for c in en_nb.cells]
-    en_code = [c.source for c in en_nb.cells if c.cell_type == "code"]
-    zh_code = [c.source for c in zh_nb.cells if c.cell_type == "code"]
-    for i, (a, b) in enumerate(zip(en_code, zh_code, strict=True)):
-        assert a == b, f"code cell {i + 1} differs from the English notebook's"
-    assert zh_nb.metadata.get("resnorm") == en_nb.metadata.get("resnorm")
-    # the same cell options (a plot's alt text is translated, the tags are not)
-    en_meta = [c.metadata for c in en_nb.cells if c.cell_type == "code"]
-    zh_meta = [c.metadata for c in zh_nb.cells if c.cell_type == "code"]
-    assert [sorted(m) for m in zh_meta] == [sorted(m) for m in en_meta]
-    assert [m.get("tags") for m in zh_meta] == [m.get("tags") for m in en_meta]
+
+
+@pytest.mark.parametrize("page", NOTEBOOKS, ids=_name)
+def test_notebook_twin_code_cells_are_empty(page: Path):
+    """The build takes the code and its options from the English notebook, so a code
+    change is made once; a twin keeps only how a cell is shown (a plot's alt text)."""
+    problems = code_cell_problems(*read_twins(page))
+    assert not problems, f"{twin(page).name}: " + "; ".join(problems)
+
+
+@pytest.mark.parametrize("page", NOTEBOOKS, ids=_name)
+def test_notebook_twin_header_leaves_the_run_to_the_english_one(page: Path):
+    en_nb, zh_nb = read_twins(page)
+    assert "resnorm" not in zh_nb.metadata, "the resnorm block belongs to the English header"
+    assert zh_nb.metadata.get("kernelspec") == en_nb.metadata.get("kernelspec")
 
 
 # Pages that are mostly citations, whose titles and authors stay as published: there,
@@ -185,3 +233,26 @@ def test_a_drifted_twin_is_caught(tmp_path: Path):
     assert blocks(en)[0] != blocks(zh)[0]
     assert [a for _, a, _ in heading_ids(en.read_text())] == ["t"]
     assert [a for _, a, _ in heading_ids(zh.read_text())] == ["t"]
+
+
+@pytest.mark.parametrize(
+    ("cell", "problem"),
+    [
+        ('# %% alt="一幅图"\nprint(2)\n', "code cell 1 has code: 'print(2)'"),
+        ('# %% alt="一幅图" tags=["x"]\n', "code cell 1 has options ['tags']"),
+        ("# %%\n", "code cell 1: the English cell has alt, the twin's not"),
+        ('# %% alt=["一幅图", "另一幅"]\n', "code cell 1: alt is ('list', 2)"),
+    ],
+    ids=["code", "tags", "no-alt", "two-alts"],
+)
+def test_a_notebook_twin_with_more_than_prose_is_caught(tmp_path: Path, cell: str, problem: str):
+    """The code-cell check is not vacuous: a line added to a twin's code cell, or an
+    option that is not the English cell's, fails it; the empty cell passes."""
+    en = tmp_path / "nb.py"
+    en.write_text('# %% [markdown]\n# # T\n\n# %% alt="a plot"\nprint(1)\n', encoding="utf-8")
+    zh = tmp_path / "nb.zh.py"
+    zh.write_text('# %% [markdown]\n# # 标题\n\n# %% alt="一幅图"\n', encoding="utf-8")
+    assert code_cell_problems(jupytext.read(en), jupytext.read(zh)) == []
+    zh.write_text(f"# %% [markdown]\n# # 标题\n\n{cell}", encoding="utf-8")
+    problems = code_cell_problems(jupytext.read(en), jupytext.read(zh))
+    assert len(problems) == 1 and problems[0].startswith(problem), problems

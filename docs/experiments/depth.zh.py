@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   # Code cells are empty on purpose: the build takes each one from depth.py.
+#   # 代码单元格特意留空：构建时逐个取自 depth.py。
 #   jupytext:
 #     formats: py:percent
 #   kernelspec:
@@ -82,50 +84,6 @@
 # 单线程也让构建在共享机器上保持快速。
 
 # %%
-import matplotlib.pyplot as plt
-import torch
-from IPython.display import display
-
-from snippets.depth_probe import lemma2_band, stream_sq_norms
-from snippets.grad_norms import power_law_fit
-from snippets.lm_experiment import MarkovLanguage, outcome, train_lm, xavier_init_
-from snippets.transformer import GPT, GPTConfig, Stack
-
-torch.set_num_threads(1)  # small tensors: threads cost more than they save
-
-N_LAYERS, D_MODEL, N_HEADS, D_FF = 24, 64, 4, 256
-BATCH, SEQ_LEN, SEEDS = 8, 32, range(5)
-STREAM = {
-    "post": "Post-LN",
-    "pre": "Pre-LN",
-    "sandwich": "Peri-LN",
-    "lns": "LN Scaling",
-}
-COLORS = {"post": "tab:red", "pre": "tab:blue", "sandwich": "tab:green"}
-COLORS.update(lns="tab:purple", deepnorm="tab:orange", rezero="tab:gray")
-
-
-def stream(position, seed):
-    torch.manual_seed(seed)
-    stack = Stack(
-        N_LAYERS,
-        D_MODEL,
-        N_HEADS,
-        D_FF,
-        norm_position=position,
-        activation="relu",
-        final_norm=False,
-    )
-    xavier_init_(stack, qkv="per_projection")  # see Settings
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(BATCH, SEQ_LEN, D_MODEL, generator=g)
-    return stream_sq_norms(stack, x)
-
-
-norms = {}  # placement -> (seeds, L + 1)
-for p in STREAM:
-    norms[p] = torch.tensor([stream(p, s) for s in SEEDS])
-lower, upper = (torch.tensor(b) for b in lemma2_band(N_LAYERS))
 
 # %% [markdown]
 # ## 第 1 部分：初始化时的残差流 { #part-1-the-residual-stream-at-initialization }
@@ -134,24 +92,6 @@ lower, upper = (torch.tensor(b) for b in lemma2_band(N_LAYERS))
 # 的区间。这个区间只供对照：它是在引理的设置下证明的，并不针对这个堆叠。
 
 # %% alt="初始化时 E‖xₗ‖²/d 随层 l 的变化：Post-LN、Pre-LN、Peri-LN、LN Scaling 与引理 2 的区间"
-layers = range(N_LAYERS + 1)
-fig, ax = plt.subplots(figsize=(7, 4.2), constrained_layout=True)
-band = dict(color="tab:blue", alpha=0.12, label="Lemma 2 band (Pre-LN)")
-ax.fill_between(layers, lower, upper, **band)
-for p, name in STREAM.items():
-    mean, std = norms[p].mean(0), norms[p].std(0)
-    ax.plot(layers, mean, "o-", ms=3, color=COLORS[p], label=name)
-    ax.fill_between(layers, mean - std, mean + std, color=COLORS[p], alpha=0.25)
-ax.set_xlabel("layer l")
-ax.set_ylabel(r"$E\,\|x_l\|^2 / d$")
-ax.set_title("residual stream at initialization, 24 layers")
-ax.legend()
-plt.show()
-
-print(" l  " + "".join(f"{name:>12s}" for name in STREAM.values()) + "   Lemma 2 band")
-for i in (0, 1, 2, 4, 8, 12, 16, 20, 24):
-    cells = "".join(f"{norms[p][:, i].mean():12.2f}" for p in STREAM)
-    print(f"{i:2d}  {cells}   {lower[i]:5.1f} .. {upper[i]:5.1f}")
 
 # %% [markdown]
 # 实测的 Pre-LN 曲线相对于这个区间落在哪里？每一层又加了多少？在 Xavier 权重、$d_{ff} = 4d$
@@ -164,31 +104,6 @@ for i in (0, 1, 2, 4, 8, 12, 16, 20, 24):
 # [梯度](../gradients_at_init/#a-loss-whose-gradient-depends-on-the-output)实验给出了余弦相似度。
 
 # %%
-pre = norms["pre"].mean(0)
-inside = ((pre >= lower) & (pre <= upper))[1:]
-below = (pre < lower)[1:]
-print(
-    f"Pre-LN layers inside the band: {int(inside.sum())} of {N_LAYERS}; below it: "
-    f"{int(below.sum())}; above it: {N_LAYERS - int(inside.sum()) - int(below.sum())}"
-)
-steps = pre.diff()  # what each layer adds to E||x||^2 / d
-print(
-    f"Pre-LN increase per layer: layers 1-4 {steps[:4].mean():.2f}, "
-    f"layers 21-24 {steps[-4:].mean():.2f} (Lemma 2: between 0.50 and 1.50)"
-)
-ffn_alone = 2 * D_MODEL * D_FF / (D_MODEL + D_FF) ** 2
-print(f"Xavier ReLU FFN alone, predicted: {ffn_alone:.2f} per layer")
-for p in ("sandwich", "lns"):
-    ratio = (norms[p][:, -1] / norms["pre"][:, -1]).mean()
-    print(f"{STREAM[p]} / Pre-LN at layer {N_LAYERS}: {ratio:.2f}x")
-post_max_dev = (norms["post"][:, 1:] - 1).abs().max()
-print(f"Post-LN: largest |E||x_l||^2/d - 1| over layers and seeds: {post_max_dev:.4f}")
-growth = norms["pre"][:, 1:] - 1  # (seeds, layers): what the layers added to the 1
-k, k_lo, k_hi = power_law_fit(list(range(1, N_LAYERS + 1)), growth)
-print(
-    "Pre-LN: E||x_l||^2/d - 1 grows like l^k,",
-    f"k = {k:.2f} [{k_lo:.2f}, {k_hi:.2f}] (linear: 1)",
-)
 
 # %% [markdown]
 # ## 第 2 部分：不同深度下的可训练性 { #part-2-trainability-at-depth }
@@ -197,118 +112,10 @@ print(
 # $\ln 16$、unigram 损失（不看前面词元时的最好损失）和最优损失。
 
 # %%
-language = MarkovLanguage(vocab_size=16, order=1, branching=2, seed=0)
-TRAIN = dict(steps=60, lr=1e-3, batch_size=8, seq_len=16, seed=0)
-DEPTHS = [6, 24, 48]
-PLACEMENTS = {
-    "post": "Post-LN",
-    "pre": "Pre-LN",
-    "deepnorm": "DeepNorm",
-    "rezero": "ReZero",
-}
-
-
-def make_gpt(position, n_layers):
-    torch.manual_seed(TRAIN["seed"])
-    config = GPTConfig(
-        vocab_size=16,
-        block_size=16,
-        n_layer=n_layers,
-        n_head=2,
-        n_embd=32,
-        norm_position=position,
-    )
-    model = GPT(config)
-    if position != "deepnorm":  # DeepNorm keeps DeepNet's beta-scaled Xavier init
-        xavier_init_(model.stack, qkv="per_projection")
-    return model
-
-
-models, runs = {}, {}
-for n in DEPTHS:
-    for p in PLACEMENTS:
-        models[p, n] = make_gpt(p, n)
-        runs[p, n] = train_lm(models[p, n], language, **TRAIN)
-base = language.baselines(TRAIN["seq_len"])
-refs = {name: base[name] for name in ("uniform", "unigram", "optimal")}  # = bigram
 
 # %% alt=["各深度、各归一化位置下训练损失随步数的变化", "各归一化位置下留出集损失随深度的变化"]
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True, constrained_layout=True)
-for ax, n in zip(axes, DEPTHS, strict=True):
-    for p, name in PLACEMENTS.items():
-        losses = torch.tensor(runs[p, n].losses)
-        smooth = losses.unfold(0, 10, 1).mean(1) if len(losses) >= 10 else losses
-        ax.plot(
-            range(len(losses) - len(smooth) + 1, len(losses) + 1),
-            smooth,
-            color=COLORS[p],
-            label=name,
-        )
-    for value in refs.values():
-        ax.axhline(value, color="k", ls=":", lw=0.8)
-    ax.set_title(f"{n} layers")
-    ax.set_xlabel("step")
-for label, value in refs.items():
-    axes[-1].annotate(
-        label,
-        (1, value),
-        xycoords=("axes fraction", "data"),
-        ha="right",
-        textcoords="offset points",
-        xytext=(-2, 3),
-        fontsize=8,
-    )
-axes[0].set_ylabel("training loss (nats, mean of 10 steps)")
-axes[0].legend()
-plt.show()
-
-fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
-for p, name in PLACEMENTS.items():
-    eval_losses = [runs[p, n].eval_loss for n in DEPTHS]
-    ax.plot(DEPTHS, eval_losses, "o-", color=COLORS[p], label=name)
-for label, value in refs.items():
-    ax.axhline(value, color="k", ls=":", lw=0.8)
-    offset = dict(textcoords="offset points", xytext=(0, 3), fontsize=8)
-    ax.annotate(label, (DEPTHS[0], value), **offset)
-ax.set_xscale("log")
-ax.set_xticks(DEPTHS, [str(n) for n in DEPTHS])
-ax.minorticks_off()
-ax.set_xlabel("number of layers L")
-ax.set_ylabel(f"held-out loss after {TRAIN['steps']} steps (nats)")
-ax.legend()
-plt.show()
 
 # %%
-gap = base["unigram"] - base["optimal"]
-print(", ".join(f"{k}: {v:.3f}" for k, v in base.items()), "(nats)")
-print(
-    f"held-out loss after {TRAIN['steps']} steps",
-    "(share of the gap from 'unigram' to 'optimal' closed)",
-)
-print("placement " + "".join(f"{f'L = {n}':>18s}" for n in DEPTHS))
-for p, name in PLACEMENTS.items():
-    cells = []
-    for n in DEPTHS:
-        r = runs[p, n]
-        closed = (base["unigram"] - r.eval_loss) / gap
-        cell = f"{r.eval_loss:.3f} ({closed:4.0%})"
-        cells.append("diverged (nan)" if r.diverged else cell)
-    print(f"{name:9s} " + "".join(f"{c:>18s}" for c in cells))
-n_diverged = sum(r.diverged for r in runs.values())
-print(f"runs that diverged: {n_diverged} of {len(runs)}")
-
-# the verdict words of the warmup experiment, on the held-out loss
-verdicts = {key: outcome(r, base, loss="eval") for key, r in runs.items()}
-print("\nverdict after training")
-for p, name in PLACEMENTS.items():
-    print(f"{name:9s} " + "; ".join(f"L = {n}: {verdicts[p, n]}" for n in DEPTHS))
-rezero_alpha = {}
-for n in DEPTHS:
-    model = models["rezero", n]
-    branches = [c for b in model.stack.layers for c in (b.attn, b.mlp)]
-    alpha = max(abs(c.alpha.item()) for c in branches)
-    rezero_alpha[n] = alpha
-    print(f"ReZero, {n:2d} layers: largest |alpha| after training {alpha:.3f}")
 
 # %% [markdown]
 # ## 观察结果 { #what-we-saw }
@@ -363,30 +170,3 @@ for n in DEPTHS:
 #   `snippets/transformer.py`（`Stack`、`GPT`），各自都有测试。
 
 # %%
-results = {}
-for p in STREAM:
-    results[f"{p}_stream_sq_norm_L{N_LAYERS}"] = f"{norms[p][:, -1].mean():.2f}"
-results["pre_stream_increase_first_layers"] = f"{steps[:4].mean():.2f}"
-results["pre_stream_increase_last_layers"] = f"{steps[-4:].mean():.2f}"
-results["pre_layers_inside_lemma2_band"] = f"{int(inside.sum())}/{N_LAYERS}"
-results["pre_stream_growth_exponent"] = f"{k:.2f}"
-for (p, n), r in runs.items():
-    results[f"final_loss_{p}_L{n}"] = "diverged" if r.diverged else f"{r.eval_loss:.2f}"
-results["runs_diverged"] = f"{n_diverged}/{len(runs)}"
-# the names the claims ledger quotes
-results["pre_last_sq_norm"] = results[f"pre_stream_sq_norm_L{N_LAYERS}"]
-results["post_last_sq_norm"] = results[f"post_stream_sq_norm_L{N_LAYERS}"]
-for p in PLACEMENTS:
-    results[f"{p}_48_loss"] = results[f"final_loss_{p}_L48"]
-results["rezero_48_max_alpha"] = f"{rezero_alpha[48]:.3f}"
-results["unigram_loss"] = f"{base['unigram']:.2f}"
-results["optimal_loss"] = f"{base['optimal']:.2f}"
-for p in PLACEMENTS:
-    results[f"{p}_48_verdict"] = verdicts[p, 48]
-display(
-    {
-        "application/vnd.resnorm.results+json": results,
-        "text/plain": "\n".join(f"{k}: {v}" for k, v in results.items()),
-    },
-    raw=True,
-)

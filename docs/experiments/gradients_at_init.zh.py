@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   # Code cells are empty on purpose: the build takes each one from gradients_at_init.py.
+#   # 代码单元格特意留空：构建时逐个取自 gradients_at_init.py。
 #   jupytext:
 #     formats: py:percent
 #   kernelspec:
@@ -71,44 +73,6 @@
 #   单线程也让构建在共享机器上保持快速。
 
 # %%
-import matplotlib.pyplot as plt
-import torch
-from IPython.display import display
-
-from snippets.grad_norms import grad_norm_sweep, power_law_fit
-from snippets.lm_experiment import xavier_init_
-from snippets.transformer import Stack
-
-torch.set_num_threads(1)  # small tensors: threads cost more than they save
-D_MODEL, N_HEADS, D_FF = 64, 4, 256
-BATCH, SEQ_LEN = 8, 32
-SEEDS = range(10)
-DEPTHS = [6, 12, 18, 24]
-NAMES = {"post": "Post-LN", "pre": "Pre-LN"}
-COLORS = {"post": "tab:red", "pre": "tab:blue"}
-
-
-def make_stack(position):
-    def make(n_layers):
-        stack = Stack(
-            n_layers,
-            D_MODEL,
-            N_HEADS,
-            D_FF,
-            norm_position=position,
-            activation="relu",
-        )
-        return xavier_init_(stack, qkv="per_projection")  # see Settings
-
-    return make
-
-
-sweeps = {}
-for p in NAMES:
-    sweeps[p] = grad_norm_sweep(make_stack(p), DEPTHS, SEEDS, BATCH, SEQ_LEN)
-for p, name in NAMES.items():
-    has_final_norm = make_stack(p)(2).norm_f is not None
-    print(f"{name}: final norm after the last layer: {has_final_norm}")
 
 # %% [markdown]
 # ## 逐层梯度（图 3 a、b） { #per-layer-gradients-figure-3-a-b }
@@ -118,33 +82,6 @@ for p, name in NAMES.items():
 
 
 # %% alt="初始化时 W²ˡ 的梯度范数随层 l 的变化：Post-LN 与 Pre-LN，一个浅堆叠和一个深堆叠"
-def per_layer(p, n_layers, loss="linear"):
-    w2 = sweeps[p][n_layers][loss]  # (seeds, layers)
-    return w2.mean(0), w2.std(0)
-
-
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), constrained_layout=True)
-for ax, n_layers in zip(axes, (6, 24), strict=True):
-    layers = range(1, n_layers + 1)
-    for p, name in NAMES.items():
-        mean, std = per_layer(p, n_layers)
-        ax.plot(layers, mean, "o-", ms=3, color=COLORS[p], label=name)
-        ax.fill_between(layers, mean - std, mean + std, color=COLORS[p], alpha=0.2)
-    ax.set_title(f"{n_layers} layers, at initialization")
-    ax.set_xlabel("layer l")
-    ax.set_ylabel(r"$\|\partial L / \partial W^{2,l}\|_F$")
-    ax.set_ylim(bottom=0)
-    ax.legend()
-plt.show()
-
-ratios = {}
-print("last layer / first layer, mean gradient of W2 (linear loss)")
-for n_layers in (6, 24):
-    for p, name in NAMES.items():
-        mean, _ = per_layer(p, n_layers)
-        ratio = ratios[p, n_layers] = (mean[-1] / mean[0]).item()
-        trend = "grows" if ratio > 1 else "falls"
-        print(f"  {name:7s} L = {n_layers:2d}: {ratio:.2f}  ({trend} toward the top)")
 
 # %% [markdown]
 # ## 最后一层梯度随深度的变化（图 3 c、d） { #the-last-layers-gradient-against-depth-figure-3-c-d }
@@ -155,73 +92,6 @@ for n_layers in (6, 24):
 
 
 # %% alt="最后一层 W² 的梯度范数随深度 L 的变化（线性损失），附水平参考线与 1/√L 参考线"
-def last_layer(p, loss="linear"):
-    last = [sweeps[p][n][loss][:, -1] for n in DEPTHS]
-    return torch.stack(last, dim=1)  # (seeds, depths)
-
-
-def verdict(lo, hi):
-    if lo <= 0 <= hi:
-        return "flat (0 is inside the interval)"
-    if lo <= -0.5 <= hi:
-        return "follows 1/sqrt(L) (-0.5 is inside the interval)"
-    if hi < -0.5:
-        return "falls faster than 1/sqrt(L)"
-    return "grows with depth" if lo > 0 else "falls, but more slowly than 1/sqrt(L)"
-
-
-def depth_panel(ax, loss):
-    L = torch.tensor(DEPTHS, dtype=torch.float64)
-    fits = {}
-    for p, name in NAMES.items():
-        g = last_layer(p, loss)
-        mean, std = g.mean(0), g.std(0)
-        style = dict(fmt="o-", color=COLORS[p], capsize=3, label=name)
-        ax.errorbar(DEPTHS, mean, yerr=std, **style)
-        c = mean[0].item()
-        ax.plot(DEPTHS, [c] * len(DEPTHS), ":", color=COLORS[p], lw=1)
-        ax.plot(DEPTHS, c * (L[0] / L).sqrt(), "--", color=COLORS[p], lw=1)
-        fits[p] = power_law_fit(DEPTHS, g)
-    ax.plot([], [], "k:", lw=1, label="c (flat)")
-    ax.plot([], [], "k--", lw=1, label=r"$c/\sqrt{L}$")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xticks(DEPTHS, [str(n) for n in DEPTHS])
-    ax.minorticks_off()
-    ax.set_xlabel("number of layers L")
-    ax.set_ylabel(r"$\|\partial L / \partial W^{2,L}\|_F$ (last layer)")
-    ax.legend(fontsize=8)
-    return fits
-
-
-def print_fits(fits, loss):
-    print(f"exponent p of c * L^p, {loss} loss (Theorem 1: Post-LN 0, Pre-LN -0.5)")
-    for p, name in NAMES.items():
-        slope, lo, hi = fits[p]
-        interval = f"[{lo:+.2f}, {hi:+.2f}]"
-        print(f"  {name:7s} p = {slope:+.2f}  {interval}  -> {verdict(lo, hi)}")
-
-
-fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
-fits = depth_panel(ax, "linear")
-ax.set_title("last layer's gradient vs depth (linear loss)")
-plt.show()
-
-print(" L   Post-LN          Pre-LN           Post-LN / Pre-LN")
-for i, n in enumerate(DEPTHS):
-    grads = {p: last_layer(p)[:, i] for p in NAMES}
-    cells = [f"{grads[p].mean():.3f} ± {grads[p].std():.3f}" for p in NAMES]
-    post_over_pre = grads["post"].mean() / grads["pre"].mean()
-    print(f"{n:2d}   " + "    ".join(cells) + f"    {post_over_pre:.2f}x")
-post_mean, pre_mean = last_layer("post").mean(0), last_layer("pre").mean(0)  # (depths,)
-post_over_pre_L24 = (post_mean[-1] / pre_mean[-1]).item()
-pre_ratio = (pre_mean[-1] / pre_mean[0]).item()
-predicted = (DEPTHS[0] / DEPTHS[-1]) ** 0.5
-print(
-    f"Pre-LN, L = 24 vs L = 6: {pre_ratio:.2f}x",
-    f"(1/sqrt(L) predicts {predicted:.2f}x)",
-)
-print_fits(fits, "linear")
 
 # %% [markdown]
 # ## 机制：最终归一化 { #the-mechanism-the-final-norm }
@@ -232,19 +102,6 @@ print_fits(fits, "linear")
 # rms 都是 1。
 
 # %%
-print(" L   Post-LN rms(x_L)   Pre-LN rms(x_L)   Pre-LN grad x rms(x_L)")
-for i, n in enumerate(DEPTHS):
-    rms = {p: sweeps[p][n]["top_rms"] for p in NAMES}
-    product = (last_layer("pre")[:, i] * rms["pre"]).mean()
-    post_rms, pre_rms = rms["post"].mean(), rms["pre"].mean()
-    print(f"{n:2d}   {post_rms:16.3f}   {pre_rms:15.3f}   {product:22.3f}")
-pre_rms = [sweeps["pre"][n]["top_rms"] for n in DEPTHS]
-pre_rms = torch.stack(pre_rms, dim=1)  # (seeds, depths)
-q, q_lo, q_hi = power_law_fit(DEPTHS, pre_rms)
-interval = f"[{q_lo:+.2f}, {q_hi:+.2f}]"
-print(f"Pre-LN rms(x_L) grows like L^q, q = {q:+.2f} {interval} (sqrt(L): +0.50)")
-p_pre = fits["pre"][0]
-print(f"Pre-LN gradient exponent p = {p_pre:+.2f}; p + q = {p_pre + q:+.2f}")
 
 # %% [markdown]
 # ## 梯度依赖于输出的损失 { #a-loss-whose-gradient-depends-on-the-output }
@@ -255,16 +112,6 @@ print(f"Pre-LN gradient exponent p = {p_pre:+.2f}; p + q = {p_pre + q:+.2f}")
 # 中会跨词元累加，而不是相互抵消。表中打印的是 $x_L$ 中同一序列内两个词元之间的平均余弦相似度。
 
 # %% alt="最后一层 W² 的梯度范数随深度 L 的变化（MSE 损失），附水平参考线与 1/√L 参考线"
-fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
-fits_mse = depth_panel(ax, "mse")
-ax.set_title("last layer's gradient vs depth (MSE loss)")
-plt.show()
-print_fits(fits_mse, "mse")
-print("\nmean cosine similarity of two tokens of a sequence in x_L")
-print(" L   " + "   ".join(f"{name:>7s}" for name in NAMES.values()))
-for n in DEPTHS:
-    cos = [sweeps[p][n]["top_cos"].mean() for p in NAMES]
-    print(f"{n:2d}   " + "   ".join(f"{c:7.3f}" for c in cos))
 
 # %% [markdown]
 # ## 观察结果 { #what-we-saw }
@@ -313,36 +160,3 @@ for n in DEPTHS:
 #   `snippets/transformer.py`（`Stack`），各自都有测试。
 
 # %%
-results = {
-    "post_w2_last_over_first_L6": f"{ratios['post', 6]:.2f}",
-    "post_w2_last_over_first_L24": f"{ratios['post', 24]:.2f}",
-    "pre_w2_last_over_first_L6": f"{ratios['pre', 6]:.2f}",
-    "pre_w2_last_over_first_L24": f"{ratios['pre', 24]:.2f}",
-    "post_last_w2_grad_L6": f"{last_layer('post')[:, 0].mean():.2f}",
-    "post_last_w2_grad_L24": f"{last_layer('post')[:, -1].mean():.2f}",
-    "pre_last_w2_grad_L6": f"{last_layer('pre')[:, 0].mean():.2f}",
-    "pre_last_w2_grad_L24": f"{last_layer('pre')[:, -1].mean():.2f}",
-    "pre_last_w2_ratio_L24_L6": f"{pre_ratio:.2f}",
-    "post_over_pre_last_w2_L24": f"{post_over_pre_L24:.1f}",
-    "pre_stream_rms_exponent": f"{q:+.2f}",
-    "post_depth_exponent": f"{fits['post'][0]:+.2f}",
-    "pre_depth_exponent": f"{fits['pre'][0]:+.2f}",
-    "post_depth_exponent_ci": f"[{fits['post'][1]:+.2f}, {fits['post'][2]:+.2f}]",
-    "pre_depth_exponent_ci": f"[{fits['pre'][1]:+.2f}, {fits['pre'][2]:+.2f}]",
-    "mse_post_depth_exponent": f"{fits_mse['post'][0]:+.2f}",
-    "mse_pre_depth_exponent": f"{fits_mse['pre'][0]:+.2f}",
-    # the names the claims ledger quotes
-    "post_last_over_first": f"{ratios['post', 24]:.2f} at 24 layers",
-    "pre_depth_verdict": (
-        f"Pre-LN last-layer gradient ~ L^{fits['pre'][0]:+.2f} "
-        f"(95% interval {fits['pre'][1]:+.2f} to {fits['pre'][2]:+.2f}): "
-        + verdict(*fits["pre"][1:])
-    ),
-}
-display(
-    {
-        "application/vnd.resnorm.results+json": results,
-        "text/plain": "\n".join(f"{k}: {v}" for k, v in results.items()),
-    },
-    raw=True,
-)

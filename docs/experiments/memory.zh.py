@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   # Code cells are empty on purpose: the build takes each one from memory.py.
+#   # 代码单元格特意留空：构建时逐个取自 memory.py。
 #   jupytext:
 #     formats: py:percent
 #   kernelspec:
@@ -64,41 +66,6 @@
 # 代码见 `snippets/activation_memory.py`：
 
 # %%
-import matplotlib.pyplot as plt
-import torch
-from IPython.display import display
-from torch import nn
-
-from snippets.activation_memory import (
-    korthikanti_bytes_per_layer,
-    layer_index,
-    peak_step_memory,
-    saved_for_backward,
-    total_bytes,
-)
-from snippets.transformer import GPT, GPTConfig, Stack
-
-torch.set_num_threads(1)  # see Settings: the counts do not depend on it
-torch.manual_seed(0)
-x = torch.randn(4, 64, 64, requires_grad=True)  # (B, T, C)
-y = nn.LayerNorm(64)(x)
-saved = sorted(a for a in dir(y.grad_fn) if a.startswith("_saved"))
-print(f"{y.grad_fn.name()} keeps: {', '.join(saved)}")
-print(f"its input is x itself: {y.grad_fn._saved_input is x}")
-mean, rstd = y.grad_fn._saved_result1, y.grad_fn._saved_result2  # (B, T, 1) each
-var = x.var(-1, unbiased=False, keepdim=True)
-print(
-    f"result1 is the mean: {torch.allclose(mean, x.mean(-1, keepdim=True), atol=1e-6)}, "
-    f"result2 is 1/sigma: {torch.allclose(rstd, (var + 1e-5).rsqrt())}"
-)
-print("counted by saved_for_backward:")
-for r in saved_for_backward(nn.LayerNorm(64), x):
-    print(f"  shape {r.shape}, {r.nbytes} bytes")
-
-z = nn.RMSNorm(64)(x)
-print(f"RMSNorm's output comes from {z.grad_fn.name()}; counted:")
-for r in saved_for_backward(nn.RMSNorm(64), x):
-    print(f"  shape {r.shape}, {r.nbytes} bytes")
 
 # %% [markdown]
 # `result1` 和 `result2` 是均值和 $1/\sigma$，每个词元（token）一个数；weight 和 bias
@@ -114,74 +81,12 @@ for r in saved_for_backward(nn.RMSNorm(64), x):
 # 层以外的部分（Pre-LN 和三明治形式的最终归一化）单独列出。
 
 # %%
-N_LAYERS, BATCH = 4, 4
-SIZES = [(64, 4, 64), (128, 4, 128), (256, 8, 256)]  # (d_model, n_heads, seq_len)
-PLACEMENTS = ("post", "pre", "sandwich")
-NORM_KINDS = ("layernorm", "rmsnorm")
-
-
-def count(placement, norm, d_model, n_heads, seq_len):
-    torch.manual_seed(0)
-    model = Stack(
-        N_LAYERS, d_model, n_heads, 4 * d_model, norm_position=placement, norm=norm, causal=True
-    )
-    x = torch.randn(BATCH, seq_len, d_model, requires_grad=True)
-    return saved_for_backward(model, x)
-
-
-records = {
-    (p, n, size): count(p, n, *size) for p in PLACEMENTS for n in NORM_KINDS for size in SIZES
-}
-
-MIB = 2**20
-size = SIZES[1]
-print(f"d_model {size[0]}, heads {size[1]}, seq_len {size[2]}, batch {BATCH}: MiB saved")
-layer_cols = " ".join(f"layer {i}" for i in range(N_LAYERS))
-print(f"{'norm':>9} {'placement':>9} | {layer_cols} | outside   total")
-for n in NORM_KINDS:
-    for p in PLACEMENTS:
-        recs = records[(p, n, size)]
-        per_layer = [
-            total_bytes(recs, lambda r, i=i: layer_index(r.module) == i) for i in range(N_LAYERS)
-        ]
-        outside = total_bytes(recs, lambda r: layer_index(r.module) is None)
-        cells = " ".join(f"{b / MIB:7.3f}" for b in per_layer)
-        print(f"{n:>9} {p:>9} | {cells} | {outside / MIB:7.3f} {total_bytes(recs) / MIB:7.3f}")
 
 # %% [markdown]
 # 一层的字节都花在了哪里，按保存它们的模块类型分开统计（“MultiHeadAttention”指注意力的核心部分：
 # Q、K、V、softmax 的输出和因果掩码；“Linear”指四个线性层的输入）：
 
 # %% alt="一层为反向传播保存的 MiB 数：按模块、按归一化位置，分 LayerNorm 与 RMSNorm"
-KINDS = ["Linear", "MultiHeadAttention", "GELU", "LayerNorm", "RMSNorm"]
-fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), sharey=True, constrained_layout=True)
-for ax, n in zip(axes, NORM_KINDS, strict=True):
-    bottom = [0.0] * len(PLACEMENTS)
-    for kind in KINDS:
-        heights = [
-            total_bytes(
-                records[(p, n, size)], lambda r, k=kind: layer_index(r.module) == 1 and r.kind == k
-            )
-            / MIB
-            for p in PLACEMENTS
-        ]
-        if any(heights):
-            ax.bar(["Post-LN", "Pre-LN", "Sandwich"], heights, bottom=bottom, label=kind)
-            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-    ax.set_title(f"one layer (layer 1), {n}")
-    ax.set_xlabel("placement")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
-axes[0].set_ylabel("MiB saved for backward")
-plt.show()
-
-for n in NORM_KINDS:
-    for p in PLACEMENTS:
-        layer = [r for r in records[(p, n, size)] if layer_index(r.module) == 1]
-        norm_bytes = total_bytes(layer, lambda r: r.kind in ("LayerNorm", "RMSNorm"))
-        print(
-            f"{n:>9} {p:>9}: norms keep {norm_bytes / MIB:.3f} MiB of the layer's "
-            f"{total_bytes(layer) / MIB:.3f} MiB"
-        )
 
 # %% [markdown]
 # ## 与 Korthikanti et al. 的计数对照 { #against-korthikanti-et-als-count }
@@ -193,16 +98,6 @@ for n in NORM_KINDS:
 # 各层应当只比它多出论文略去的那些小张量。
 
 # %%
-print(f"{'size (d, heads, seq)':>22} {'measured':>10} {'Eq. 1 tensors':>14} {'difference':>11}")
-for d_model, n_heads, seq_len in SIZES:
-    recs = records[("pre", "layernorm", (d_model, n_heads, seq_len))]
-    measured = total_bytes(recs, lambda r: layer_index(r.module) == 1)
-    formula = korthikanti_bytes_per_layer(seq_len, BATCH, d_model, n_heads, 4, dropout=False)
-    small = 2 * (2 * BATCH * seq_len * 4) + seq_len * seq_len  # mean, 1/sigma; causal mask
-    print(
-        f"{(d_model, n_heads, seq_len)!s:>22} {measured:>10d} {formula:>14d} "
-        f"{measured - formula:>11d}  = small tensors: {measured - formula == small}"
-    )
 
 # %% [markdown]
 # ## 整个堆叠：Pre/Post 比值 { #whole-stacks-the-prepost-ratio }
@@ -210,25 +105,6 @@ for d_model, n_heads, seq_len in SIZES:
 # 如果 Pre-LN 能节省 5–10 %，那么它保存的字节数与 Post-LN 之比应当落在 0.90 到 0.95 之间。
 
 # %% alt="保存字节数之比 Pre-LN / Post-LN：按堆叠规模与归一化类型，对照文章所称的 5-10 % 节省"
-ratios = {}
-print(f"{'size (d, heads, seq)':>22} {'norm':>10} {'Pre / Post':>11} {'Sandwich / Post':>16}")
-for size in SIZES:
-    for n in NORM_KINDS:
-        post, pre, sandwich = (total_bytes(records[(p, n, size)]) for p in PLACEMENTS)
-        ratios[(n, size)] = pre / post
-        print(f"{size!s:>22} {n:>10} {pre / post:>11.4f} {sandwich / post:>16.4f}")
-
-fig, ax = plt.subplots(figsize=(6.5, 3.6), constrained_layout=True)
-labels = [f"d={d}, T={t}" for d, _, t in SIZES]
-ax.axhspan(0.90, 0.95, color="tab:red", alpha=0.15, label="the claim: Pre-LN saves 5-10 %")
-ax.axhline(1.0, color="black", linewidth=0.8)
-for n, marker in zip(NORM_KINDS, "os", strict=True):
-    ax.plot(labels, [ratios[(n, s)] for s in SIZES], marker=marker, label=n)
-ax.set_xlabel("stack size (4 layers, batch 4)")
-ax.set_ylabel("saved bytes, Pre-LN / Post-LN")
-ax.set_ylim(0.85, 1.05)
-ax.legend()
-plt.show()
 
 # %% [markdown]
 # ## 完整训练步：GPT 的保存量与峰值内存 { #a-whole-training-step-gpt-saved-bytes-and-peak-memory }
@@ -237,58 +113,11 @@ plt.show()
 
 
 # %%
-def gpt_step(placement, norm, device="cpu"):
-    torch.manual_seed(0)
-    config = GPTConfig(
-        vocab_size=256,
-        block_size=128,
-        n_layer=4,
-        n_head=4,
-        n_embd=128,
-        norm_position=placement,
-        norm=norm,
-    )
-    model = GPT(config).to(device)
-    idx = torch.randint(0, 256, (8, 128), device=device)
-    targets = torch.randint(0, 256, (8, 128), device=device)
-
-    def step():
-        _, loss = model(idx, targets)
-        loss.backward()
-
-    saved = total_bytes(saved_for_backward(model, idx, targets))
-    model.zero_grad(set_to_none=True)
-    return saved, peak_step_memory(step, device)
-
-
-gpt = {(p, n): gpt_step(p, n) for p in ("post", "pre") for n in NORM_KINDS}
-print(f"{'norm':>10} {'placement':>9} {'saved MiB':>10} {'peak MiB (CPU)':>15}")
-for (p, n), (saved, peak) in sorted(gpt.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-    print(f"{n:>10} {p:>9} {saved / MIB:>10.2f} {peak / MIB:>15.2f}")
-for n in NORM_KINDS:
-    (s_post, k_post), (s_pre, k_pre) = gpt[("post", n)], gpt[("pre", n)]
-    print(
-        f"{n}: Pre/Post saved {s_pre / s_post:.4f}, peak {k_pre / k_post:.4f}; "
-        f"peak difference {k_pre - k_post} bytes = saved difference: "
-        f"{k_pre - k_post == s_pre - s_post}"
-    )
-
-if torch.cuda.is_available():
-    for n in NORM_KINDS:
-        (_, post), (_, pre) = gpt_step("post", n, "cuda"), gpt_step("pre", n, "cuda")
-        print(f"CUDA {n}: peak Pre/Post {pre / post:.4f}")
-else:
-    print("CUDA is absent here: no torch.cuda.max_memory_allocated measurement.")
 
 # %% [markdown]
 # 推理时，无论哪种放置方式，都不会为反向传播保留任何东西：
 
 # %%
-with torch.no_grad():
-    for p in ("post", "pre"):
-        model = Stack(N_LAYERS, 64, 4, 256, norm_position=p, causal=True)
-        n_saved = len(saved_for_backward(model, torch.randn(BATCH, 64, 64)))
-        print(f"{p:>4}: tensors saved under torch.no_grad(): {n_saved}")
 
 # %% [markdown]
 # ## 大模型的规模下 { #at-a-large-models-size }
@@ -298,10 +127,6 @@ with torch.no_grad():
 # GPT-3 175B，他们给出 $a = 96$、$s = 2048$、$h = 12288$（§5）以及 $L = 96$（表 3）：
 
 # %%
-s, b, h, a, n_layers = 2048, 1, 12288, 96, 96
-layers = n_layers * korthikanti_bytes_per_layer(s, b, h, a)
-final_norm = 2 * s * b * h
-print(f"GPT-3 175B: the final norm adds {final_norm / layers:.4%} to the layers' activations")
 
 # %% [markdown]
 # ## 实验结果 { #what-we-saw }
@@ -323,31 +148,3 @@ print(f"GPT-3 175B: the final norm adds {final_norm / layers:.4%} to the layers'
 # - 推理时根本不会为反向传播保存任何东西，所以这条说法对推理时的内存同样不成立。
 
 # %%
-peak_ratio = {n: gpt[("pre", n)][1] / gpt[("post", n)][1] for n in NORM_KINDS}
-saving = {n: 1 - r for n, r in peak_ratio.items()}
-holds = all(0.05 <= v <= 0.10 for v in saving.values())
-verdict = "holds" if holds else "refuted"
-print(
-    f"Claim 'Pre-LN saves 5-10 % of peak training memory': {verdict} "
-    f"(measured saving: LayerNorm {saving['layernorm']:+.1%}, "
-    f"RMSNorm {saving['rmsnorm']:+.1%}; negative = Pre-LN uses more)"
-)
-
-mid = SIZES[1]
-results = {
-    "saved_ratio_pre_post_layernorm": f"{ratios[('layernorm', mid)]:.3f}",
-    "saved_ratio_pre_post_rmsnorm": f"{ratios[('rmsnorm', mid)]:.3f}",
-    "gpt_peak_ratio_pre_post_layernorm": f"{peak_ratio['layernorm']:.3f}",
-    "gpt_peak_ratio_pre_post_rmsnorm": f"{peak_ratio['rmsnorm']:.3f}",
-    "pre_ln_peak_saving_layernorm": f"{saving['layernorm']:+.1%}",
-    "pre_ln_peak_saving_rmsnorm": f"{saving['rmsnorm']:+.1%}",
-    "gpt3_final_norm_share": f"{final_norm / layers:.3%}",
-    "claim_5_10_percent_verdict": verdict,
-}
-display(
-    {
-        "application/vnd.resnorm.results+json": results,
-        "text/plain": "\n".join(f"{k}: {v}" for k, v in results.items()),
-    },
-    raw=True,
-)

@@ -1,13 +1,13 @@
 # ---
 # jupyter:
+#   # Code cells are empty on purpose: the build takes each one from norm_speed.py.
+#   # 代码单元格特意留空：构建时逐个取自 norm_speed.py。
 #   jupytext:
 #     formats: py:percent
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
 #     name: python3
-#   resnorm:
-#     runs_alone: true
 # ---
 
 # %% [markdown]
@@ -43,89 +43,6 @@
 # - 其他一切都用种子 0。
 
 # %%
-import itertools
-import mmap
-import re
-import time
-from pathlib import Path
-
-import matplotlib.pyplot as plt
-import torch
-from IPython.display import display
-from matplotlib.ticker import FuncFormatter, LogLocator
-
-from snippets.layer_norm import LayerNorm
-from snippets.norm_speed import (
-    FASTER,
-    FORWARD_FLOPS_PER_ELEMENT,
-    IMPLEMENTATIONS,
-    NORMS,
-    PASSES,
-    SLOWER,
-    UNRESOLVED,
-    Spread,
-    benchmark,
-    bytes_moved,
-    compare,
-    describe,
-    false_difference_rate,
-    fastest,
-    fastest_group,
-    find,
-    interleaved_times,
-    keep_freed_memory,
-    machine,
-    max_error,
-    minor_page_faults,
-    norm_call,
-    norm_variants,
-    op_traffic,
-    pct_of_copy,
-    quartiles,
-    ratio_spread,
-    speedup,
-)
-from snippets.rms_norm import RMSNorm
-
-torch.manual_seed(0)
-SIZES = [(2048, 1024), (4096, 4096)]
-LARGE = SIZES[-1:]
-LARGEST = SIZES[-1]
-REPEATS = 15  # rounds: samples per implementation, pass and size
-DTYPE = torch.float32
-SCRATCH = {"layer_norm": LayerNorm, "rms_norm": RMSNorm}
-NAMES = {
-    ("layer_norm", "scratch"): "LayerNorm from scratch",
-    ("layer_norm", "nn"): "nn.LayerNorm",
-    ("layer_norm", "F"): "F.layer_norm",
-    ("layer_norm", "compiled"): "compiled LayerNorm",
-    ("rms_norm", "scratch"): "RMSNorm from scratch",
-    ("rms_norm", "nn"): "nn.RMSNorm",
-    ("rms_norm", "F"): "F.rms_norm",
-    ("rms_norm", "compiled"): "compiled RMSNorm",
-}
-
-
-def cache_sizes():
-    """Data cache sizes of cpu0, from Linux's /sys when it exists."""
-    caches = []
-    try:
-        for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-            level, kind = (index / "level").read_text().strip(), (index / "type").read_text()
-            if kind.strip() != "Instruction":
-                caches.append(f"L{level} {(index / 'size').read_text().strip()}")
-    except OSError:
-        pass
-    return ", ".join(caches) or "unknown"
-
-
-MACHINE = machine()
-print("measured on:", MACHINE)
-print(f"caches per core or shared (cpu0): {cache_sizes()}")
-for norm, flops in FORWARD_FLOPS_PER_ELEMENT.items():
-    print(f"{norm}: {flops} flops per element, forward; {flops / 8:.2f} flop per byte in fp32")
-fewer = 1 - FORWARD_FLOPS_PER_ELEMENT["rms_norm"] / FORWARD_FLOPS_PER_ELEMENT["layer_norm"]
-print(f"RMSNorm does {fewer:.0%} fewer flops per element than LayerNorm")
 
 # %% [markdown]
 # ## 计入哪些字节 { #the-bytes-we-count }
@@ -139,12 +56,6 @@ print(f"RMSNorm does {fewer:.0%} fewer flops per element than LayerNorm")
 # 因此，前向搬运 $2RHb$ 字节外加参数，前向+反向搬运 $5RHb$ 外加一些小项：计算 $\partial L/\partial x$ 既需要 $x$（用保存的统计量重建 $\hat x$），也需要 $\partial L/\partial y$。这是每个张量只读一次的理想实现的访存量；遍历次数更多的实现会搬运更多字节，按这种计法，就表现为更低的实际带宽。拷贝一遍 $x$ 搬运 $2RHb$，与理想的前向相同。
 
 # %%
-rows, hidden = LARGEST
-size = rows * hidden * DTYPE.itemsize
-for norm in NORMS:
-    for p in PASSES:
-        moved = bytes_moved(norm, rows, hidden, itemsize=DTYPE.itemsize, passes=p)
-        print(f"{norm:10} {p:16}: {moved:>11,} bytes = {moved / size:.3f} x the size of x")
 
 # %% [markdown]
 # ## 每种 eager 实现运行了什么 { #what-each-eager-implementation-runs }
@@ -152,21 +63,6 @@ for norm in NORMS:
 # 在计时之前先看：一次 eager 模式的调用运行了哪些运算，搬运了多少字节？`op_traffic` 借助一个 `TorchDispatchMode`，记录每一个读写与 $x$ 一样大的张量的 ATen 运算，并把这些张量的字节数加起来。当 $x$ 远大于缓存时，上一个运算的数据不会留在缓存里给下一个运算用，所以这个总数就是这次调用搬运的字节数；用理想字节数除以它，就得到这种实现最多能达到拷贝带宽的多大比例。
 
 # %%
-probe = torch.randn(64, 1024, generator=torch.Generator().manual_seed(0))
-unit = probe.numel() * probe.element_size()
-ceiling = {}  # (norm, impl, passes) -> ideal bytes / eager bytes
-for norm in NORMS:
-    variants = norm_variants(norm, 1024, SCRATCH[norm], compile=False)
-    params = list(variants["nn"].parameters())
-    for impl in ("scratch", "nn", "F"):
-        for p in PASSES:
-            ops = op_traffic(variants[impl], probe, params, passes=p)
-            moved = sum(b for _, b in ops) / unit
-            ideal = bytes_moved(norm, *probe.shape, passes=p) / unit
-            ceiling[(norm, impl, p)] = ideal / moved
-            names = " ".join(name for name, _ in ops)
-            print(f"{NAMES[(norm, impl)]:23} {p:16} {len(ops):2} ops, {moved:4.0f}x size of x")
-            print(f"{'':23} {names}")
 
 # %% [markdown]
 # 融合的 `native_layer_norm` 内核搬运的正是理想访存量。上面其余每一行 eager 实现都是一串运算，每个运算都完整地遍历一遍内存，其中好几个还会写出一个与 $x$ 一样大的临时张量，再由下一个运算读回来。
@@ -174,27 +70,6 @@ for norm in NORMS:
 # `torch.compile` 会用生成的内核替换这样的运算链。下一个单元格在一个小输入上把从零实现的模块各编译一次，并列出 Inductor 生成的内核（用的是 PyTorch 的测试辅助函数 `torch._inductor.utils.run_and_get_code`；如果没有这个函数，单元格会注明）。
 
 # %%
-compile_seconds = {}
-try:
-    from torch._inductor.utils import run_and_get_code
-except ImportError as err:
-    run_and_get_code = None
-    print(f"kernels not listed: {err}")
-for norm in NORMS:
-    variants = norm_variants(norm, 1024, SCRATCH[norm])
-    params = list(variants["nn"].parameters())
-    for p in PASSES if run_and_get_code else ():
-        call = norm_call(variants["compiled"], probe, params, passes=p)
-        start = time.perf_counter()
-        try:
-            _, sources = run_and_get_code(call)
-        except Exception as err:  # e.g. no C++ compiler: the benchmark will say so too
-            print(f"compiled {norm:10} {p:16}: failed ({type(err).__name__}: {err})")
-            continue
-        finally:
-            compile_seconds[(norm, p)] = time.perf_counter() - start
-        kernels = [k for s in sources for k in re.findall(r"^(\w+) = async_compile", s, re.M)]
-        print(f"compiled {norm:10} {p:16}: {len(kernels)} kernel(s): {', '.join(kernels)}")
 
 # %% [markdown]
 # ## 每种实现算出的数都相同 { #same-numbers-from-every-implementation }
@@ -202,25 +77,6 @@ for norm in NORMS:
 # 只有每位选手算的都是同一个函数，比赛才算公平。对每种归一化和每个隐藏维度，在一个小输入上把每种实现的输出及梯度（对 $x$ 和各参数）与 `nn.LayerNorm` / `nn.RMSNorm` 相比较。下文计时的也正是这些对象；每个编译版本的第一次调用会触发编译。
 
 # %%
-built = {}
-for hidden in sorted({h for _, h in SIZES}):
-    x = 2 * torch.randn(16, hidden, generator=torch.Generator().manual_seed(hidden)) + 0.5
-    for norm in NORMS:
-        variants = norm_variants(norm, hidden, SCRATCH[norm], device="cpu")
-        start = time.perf_counter()
-        try:
-            errors = max_error(variants, x)
-        except Exception as err:  # torch.compile could not build its kernels here
-            print(f"compiled {norm} left out: {type(err).__name__}: {err}".splitlines()[0])
-            del variants["compiled"]
-            errors = max_error(variants, x)
-        compile_seconds[(norm, hidden)] = time.perf_counter() - start
-        built[(norm, hidden)] = variants
-        same = {impl: err < 1e-4 for impl, err in errors.items()}
-        print(f"{norm:10} hidden {hidden}: same as nn (max |diff| < 1e-4): {same}")
-        assert all(same.values()), errors
-total_compile = sum(compile_seconds.values())
-print(f"time spent compiling (and checking) so far: {total_compile:.1f} s")
 
 # %% [markdown]
 # ## CPU 上的比赛 { #the-race-on-the-cpu }
@@ -229,73 +85,6 @@ print(f"time spent compiling (and checking) so far: {total_compile:.1f} s")
 
 
 # %%
-def ms(samples):
-    q = quartiles(samples)
-    return f"{q.median * 1e3:.1f} ({q.low * 1e3:.1f}–{q.high * 1e3:.1f}) ms"
-
-
-def pct(s: Spread):
-    return f"{s.median:.0f}% ({s.low:.0f}–{s.high:.0f}%)"
-
-
-def times(s: Spread):
-    return f"{s.median:.2f}× ({s.low:.2f}–{s.high:.2f})"
-
-
-def copy_gbps(row):
-    q = quartiles(row["copy_samples"])  # the fastest copy time gives the highest bandwidth
-    b = row["copy_bytes"] / 1e9
-    return Spread(b / q.median, b / q.high, b / q.low)
-
-
-def clone_pct(row):
-    return Spread(*(100 * v for v in ratio_spread(row["copy_samples"], row["clone_samples"])))
-
-
-def print_table(table):
-    sizes = sorted({(r["rows"], r["hidden"]) for r in table}, key=lambda s: s[0] * s[1])
-    ceil = {(r["rows"], r["hidden"]): r for r in table}  # a row of each size: its copies
-
-    def line(label, cells):
-        print(f"{label:24}" + "".join(f"{c:>42}" for c in cells))
-
-    for p in PASSES:
-        print(f"{p}: time per call | % of copy bandwidth; median (interquartile range)")
-        line("", [f"{r} x {h}" for r, h in sizes])
-        gbps = [copy_gbps(ceil[s]) for s in sizes]
-        line("copy bandwidth", [f"{g.median:.1f} ({g.low:.1f}–{g.high:.1f}) GB/s" for g in gbps])
-        line("copy to a new tensor", [pct(clone_pct(ceil[s])) for s in sizes])
-        for norm in NORMS:
-            for impl in IMPLEMENTATIONS:
-                cells = {
-                    (r["rows"], r["hidden"]): r
-                    for r in table
-                    if (r["norm"], r["impl"], r["passes"]) == (norm, impl, p)
-                }
-                if cells:
-                    line(
-                        NAMES[(norm, impl)],
-                        [
-                            f"{ms(c['samples'])} {pct(pct_of_copy(c)):>15}"
-                            if (c := cells.get(s))
-                            else "-"
-                            for s in sizes
-                        ],
-                    )
-        print()
-
-
-start = time.perf_counter()
-table, failures = benchmark(SIZES, lambda norm, hidden: built[(norm, hidden)], repeats=REPEATS)
-bench_seconds = time.perf_counter() - start
-for (norm, impl), why in failures.items():
-    print(f"{NAMES[(norm, impl)]} could not run and is left out: {why}")
-print_table(table)
-first = sum(r["first_call_s"] for r in table if r["impl"] == "compiled")
-print(f"benchmark: {bench_seconds:.0f} s; first calls of the compiled variants: {first:.1f} s")
-compiled_s = total_compile + first
-print(f"compiling in total, before and during the benchmark (one measurement): {compiled_s:.1f} s")
-
 
 # %% [markdown]
 # ## Roofline 视角 { #roofline-view }
@@ -304,81 +93,11 @@ print(f"compiling in total, before and during the benchmark (one measurement): {
 
 
 # %% alt="各 LayerNorm 与 RMSNorm 实现的 GB/s 随规模的变化，以复制带宽为上限"
-def roofline(table, title):
-    sizes = sorted({(r["rows"], r["hidden"]) for r in table}, key=lambda s: s[0] * s[1])
-    labels = [f"{r}x{h}\n{r * h * DTYPE.itemsize / 2**20:.0f} MiB" for r, h in sizes]
-    ceil = {(r["rows"], r["hidden"]): r for r in table}
-    styles = {
-        "scratch": ("o-", "from scratch"),
-        "nn": ("s-", "nn.LayerNorm / nn.RMSNorm"),
-        "F": ("^--", "F.layer_norm / F.rms_norm"),
-        "compiled": ("D-", "torch.compile of the from-scratch module"),
-    }
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharey=True, constrained_layout=True)
-    for i, p in enumerate(PASSES):
-        for j, norm in enumerate(NORMS):
-            ax = axes[i, j]
-            xs = list(range(len(sizes)))
-            ax.plot(xs, [ceil[s]["copy_gbps"] for s in sizes], "k:", lw=2.5, label="copy (ceiling)")
-            clone = [ceil[s]["clone_gbps"] for s in sizes]
-            ax.plot(xs, clone, "--", color="grey", label="copy to a new tensor")
-            for impl in IMPLEMENTATIONS:
-                pts = {
-                    (r["rows"], r["hidden"]): r
-                    for r in table
-                    if (r["norm"], r["impl"], r["passes"]) == (norm, impl, p)
-                }
-                at = [k for k, s in enumerate(sizes) if s in pts]
-                q = [quartiles(pts[sizes[k]]["samples"]) for k in at]
-                gb = [pts[sizes[k]]["bytes"] / 1e9 for k in at]
-                mid = [b / t.median for b, t in zip(gb, q, strict=True)]
-                bars = [
-                    [m - b / t.high for m, b, t in zip(mid, gb, q, strict=True)],
-                    [b / t.low - m for m, b, t in zip(mid, gb, q, strict=True)],
-                ]
-                style, label = styles[impl]
-                ax.errorbar(at, mid, yerr=bars, fmt=style, capsize=3, label=label)
-            ax.set_yscale("log")
-            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-            ax.set_xticks(xs, labels)
-            ax.set_title(f"{'LayerNorm' if norm == 'layer_norm' else 'RMSNorm'}, {p}")
-            ax.set_xlabel("x: rows x hidden, float32")
-            if j == 0:
-                ax.set_ylabel("achieved bandwidth, GB/s\n(ideal bytes / time)")
-            ax.grid(True, which="both", alpha=0.3)
-    handles, names = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside lower center", ncol=3, fontsize=9)
-    fig.suptitle(title)
-    plt.show()
-
-
-roofline(table, f"CPU, {torch.get_num_threads()} threads: achieved bandwidth under the copy roof")
 
 # %% [markdown]
 # 这里实测的是 Roofline 模型的脊点：float32 矩阵乘法的浮点运算速率，除以最大尺寸下的拷贝带宽。一个运算每字节的浮点运算数若低于脊点的整个范围，它就受内存限制。
 
 # %%
-largest = next(r for r in table if (r["rows"], r["hidden"]) == LARGEST)
-copy_large = copy_gbps(largest)
-n = 1024
-a = torch.ones(n, n)
-a @ a  # first call
-matmul_s = interleaved_times({"matmul": lambda: a @ a}, repeats=REPEATS)["matmul"]
-q, gflop = quartiles(matmul_s), 2 * n**3 / 1e9
-flops = Spread(gflop / q.median, gflop / q.high, gflop / q.low)
-ridge = Spread(
-    *(2 * n**3 / largest["copy_bytes"] * r for r in ratio_spread(largest["copy_samples"], matmul_s))
-)
-print(
-    f"copy bandwidth at {LARGEST[0]} x {LARGEST[1]}: {copy_large.median:.1f} "
-    f"({copy_large.low:.1f}–{copy_large.high:.1f}) GB/s"
-)
-print(f"float32 matmul {n} x {n}: {flops.median:.0f} ({flops.low:.0f}–{flops.high:.0f}) GFLOP/s")
-print(f"ridge point: {ridge.median:.1f} ({ridge.low:.1f}–{ridge.high:.1f}) flop per byte")
-for norm, f in FORWARD_FLOPS_PER_ELEMENT.items():
-    print(f"{norm}: {f / 8:.2f} flop per byte -> memory-bound: {f / 8 < ridge.low}")
 
 # %% [markdown]
 # ## RMSNorm 对比 LayerNorm { #rmsnorm-against-layernorm }
@@ -390,102 +109,6 @@ for norm, f in FORWARD_FLOPS_PER_ELEMENT.items():
 
 
 # %%
-WORD = {FASTER: "RMSNorm faster", SLOWER: "RMSNorm slower", UNRESOLVED: "no measurable difference"}
-PAIR_LABEL = {"scratch": "from scratch", "nn": "nn.*", "F": "F.*", "compiled": "torch.compile"}
-
-
-def saved(s: Spread):
-    """Time saved by RMSNorm, 1 - t_RMS / t_LN, from a speedup t_LN / t_RMS and its range."""
-    return Spread(*(100 * (1 - 1 / v) for v in s))
-
-
-def pair(table, rows, hidden, p, rms_impl, ln_impl):
-    """(speedup with its range, verdict) of one RMSNorm against one LayerNorm."""
-    kw = {"rows": rows, "hidden": hidden, "passes": p}
-    rms, ln = find(table, "rms_norm", rms_impl, **kw), find(table, "layer_norm", ln_impl, **kw)
-    s = speedup(table, rms_impl=rms_impl, ln_impl=ln_impl, **kw)
-    return s, compare(rms["samples"], ln["samples"])
-
-
-def fastest_pair(table, rows, hidden, p):
-    kw = {"rows": rows, "hidden": hidden, "passes": p}
-    return fastest(table, "rms_norm", **kw)["impl"], fastest(table, "layer_norm", **kw)["impl"]
-
-
-timed = {(r["norm"], r["impl"]) for r in table}
-measured_impls = [i for i in IMPLEMENTATIONS if all((n, i) in timed for n in NORMS)]
-head = "".join(f"{f'{r} x {h}':>48}" for r, h in SIZES)
-for p in PASSES:
-    print(f"{p}: time saved by RMSNorm, median (range): verdict\n{'':22}{head}")
-    for impl in [*measured_impls, "fastest"]:
-        cells = []
-        for r, h in SIZES:
-            impls = fastest_pair(table, r, h, p) if impl == "fastest" else (impl, impl)
-            s, v = pair(table, r, h, p, *impls)
-            cells.append(f"{pct(saved(s))}: {WORD[v]}")
-        label = "fastest vs fastest" if impl == "fastest" else f"{impl} vs {impl}"
-        print(f"{label:22}" + "".join(f"{c:>48}" for c in cells))
-    print()
-
-print("The same operations, timed apart (the rule should find no difference):")
-false_differences = 0
-for norm, pair_names in (
-    ("rms_norm", ("nn.RMSNorm", "F.rms_norm")),
-    ("layer_norm", ("nn.LayerNorm", "F.layer_norm")),
-):
-    if {(norm, "nn"), (norm, "F")} <= timed:
-        for (r, h), p in itertools.product(SIZES, PASSES):
-            kw = {"rows": r, "hidden": h, "passes": p}
-            nn_row, f_row = find(table, norm, "nn", **kw), find(table, norm, "F", **kw)
-            v = compare(nn_row["samples"], f_row["samples"])
-            false_differences += v != UNRESOLVED
-            print(f"  {p:16} {r} x {h}: {describe(v, *pair_names)}")
-trials = 2000
-rate = false_difference_rate(REPEATS, trials=trials)
-print(
-    f"By simulation, with {REPEATS} samples each, the rule calls two sets of timings drawn from "
-    f"one distribution different in {rate:.1%} of {trials} trials."
-)
-if false_differences:
-    print(
-        f"The rule found a difference between the same operations {false_differences} time(s): "
-        "this run was noisier than its ranges show, and its verdicts deserve less trust."
-    )
-else:
-    print("The rule found no difference between the same operations, at any size or pass.")
-
-
-def fastest_verdicts(table, size):
-    """{pass: (speedup, verdict)} of the fastest RMSNorm against the fastest LayerNorm."""
-    return {p: pair(table, *size, p, *fastest_pair(table, *size, p)) for p in PASSES}
-
-
-def against_paper(s: Spread):
-    """Where a measured saving lies against the paper's 7-64 %, by the same rule."""
-    lo, hi = saved(s).low, saved(s).high
-    if hi < 7:
-        return "below the paper's 7–64 %"
-    if lo > 64:
-        return "above the paper's 7–64 %"
-    if lo >= 7 and hi <= 64:
-        return "inside the paper's 7–64 %"
-    return "not placed against the paper's 7–64 % at this precision"
-
-
-large = fastest_verdicts(table, LARGEST)
-if any(v == FASTER for _, v in large.values()):
-    found = "; ".join(
-        f"{p}, a saving {against_paper(s)}" if v == FASTER else f"{p}, no saving measurable"
-        for p, (s, v) in large.items()
-    )
-else:
-    found = "no saving by RMSNorm was measurable, forward or forward+backward, let alone 7–64 %"
-verdict_7_64 = (
-    f"the norm alone, fastest RMSNorm vs fastest LayerNorm, {LARGEST[0]} x {LARGEST[1]} float32 "
-    f"on this machine: {found}; the paper's 7–64 % are whole-model running times"
-)
-print()
-print("Verdict:", verdict_7_64)
 
 # %% [markdown]
 # ## 目标：拷贝带宽的一半 { #the-goal-half-the-copy-bandwidth }
@@ -494,43 +117,6 @@ print("Verdict:", verdict_7_64)
 
 
 # %%
-def goal_word(s: Spread):
-    if s.low >= 50:
-        return "met"
-    if s.high < 50:
-        return "not met"
-    return "not decided at this precision"
-
-
-def names(table, norm, **kw):
-    """The fastest implementations of a norm: those not measurably slower than the best."""
-    group = [NAMES[(norm, i)] for i in fastest_group(table, norm, **kw)]
-    return group[0] if len(group) == 1 else " and ".join(group) + " (no measurable difference)"
-
-
-def goal_lines(table, tag):
-    met = {}
-    for p in PASSES:
-        for r, h in LARGE:
-            kw = {"rows": r, "hidden": h, "passes": p}
-            best = pct_of_copy(fastest(table, "rms_norm", **kw))
-            met[(p, (r, h))] = goal_word(best)
-            print(
-                f"{tag}{p:16} {r} x {h}: fastest RMSNorm {names(table, 'rms_norm', **kw)}, "
-                f"{pct(best)} of copy bandwidth -> goal {met[(p, (r, h))]}"
-            )
-    return met
-
-
-goal = goal_lines(table, "")
-print()
-for (norm, impl, p), c in ceiling.items():
-    if norm == "rms_norm":
-        print(f"at best, by its traffic, {NAMES[(norm, impl)]}, {p}: {c:.0%} of copy bandwidth")
-clone_large = clone_pct(largest)
-print(
-    f"a copy into a new tensor at {LARGEST[0]} x {LARGEST[1]}: {pct(clone_large)} of copy bandwidth"
-)
 
 # %% [markdown]
 # ## 分配器 { #the-allocator }
@@ -538,57 +124,11 @@ print(
 # 在大尺寸下，哪怕是普通的拷贝，写入一个**新**张量时也可能变慢：把“copy to a new tensor”这一行及其范围与 100% 比较一下就知道。每次归一化调用都要写出一个新的输出（eager 运算链还要写出新的临时张量），所以要付出同样的代价。原因在于内存怎样分配，而不在于怎样读取：PyTorch 的 CPU 分配器用 C 库的 `malloc` 取得每个张量，再用 `free` 归还（pytorch/pytorch `c10/core/impl/alloc_cpu.cpp`）。对超过 mmap 阈值的内存块，glibc 的 `malloc` 会用一次新的 `mmap` 来满足，并在 `free` 时解除映射；这个阈值会动态上调，在 64 位系统上最高到 32 MiB（glibc `malloc/malloc.c` 中的 `DEFAULT_MMAP_THRESHOLD_MAX`）。于是，下一次调用的输出落在全新的页面上，每个页面第一次被写入时都会触发缺页（page fault），由操作系统内核把它清零。下面是操作系统统计的一次调用的缺页次数：
 
 # %%
-x_large = 2 * torch.randn(*LARGEST, generator=torch.Generator().manual_seed(1)) + 0.5
-ln = built[("layer_norm", LARGEST[1])]["nn"]
-one_ln_call = norm_call(ln, x_large, list(ln.parameters()))
-dst = torch.empty_like(x_large)
-page = mmap.PAGESIZE
-
-
-def faults(tag):
-    for name, fn in [
-        ("nn.LayerNorm forward", one_ln_call),
-        ("copy to a new tensor", x_large.clone),
-        ("copy into an existing tensor", lambda: dst.copy_(x_large)),
-    ]:
-        fn(), fn()  # first calls, so that only the steady state is counted
-        counts = [minor_page_faults(fn) for _ in range(3)]
-        if None in counts:
-            print(f"{tag}{name}: page faults cannot be counted on this platform")
-            continue
-        per_call = sum(counts) / len(counts)
-        pages = per_call * page / x_large.numel() / x_large.element_size()
-        print(
-            f"{tag}{name}: {per_call:.0f} page faults of {page} bytes per call "
-            f"(mean of 3) = {pages:.2f} x the size of x"
-        )
-
-
-faults("default allocator | ")
 
 # %% [markdown]
 # PyTorch 性能调优指南建议在 CPU 上使用 jemalloc 或 TCMalloc，因为它们会“尽可能”重用内存（pytorch/tutorials，`recipes_source/recipes/tuning_guide.py`，“Switch Memory allocator”）。用 glibc 本身也能得到同样的效果：调高它的 mmap 阈值和 trim 阈值（用 `mallopt`，或在启动时设置环境变量 `MALLOC_MMAP_THRESHOLD_` 和 `MALLOC_TRIM_THRESHOLD_`；见 glibc 手册“Malloc Tunable Parameters”一节），释放的内存块就会留在堆上，供下一次调用使用。`keep_freed_memory` 从这里开始为本 notebook 的进程做这项设置；随后以同样的方式，对 `nn.LayerNorm` 和两个编译后的模块重新测量大尺寸。
 
 # %%
-reuse = keep_freed_memory(1 << 30)
-print("glibc now keeps freed blocks up to 1 GiB for reuse:", reuse)
-goal_reuse, large_reuse = {}, {}
-if reuse:
-    faults("memory reused | ")
-    fastest_kinds = [("layer_norm", "nn"), ("layer_norm", "compiled"), ("rms_norm", "compiled")]
-    reuse_table, _ = benchmark(
-        LARGE, lambda n, h: built[(n, h)], only=fastest_kinds, repeats=REPEATS
-    )
-    print()
-    print_table(reuse_table)
-    goal_reuse = goal_lines(reuse_table, "memory reused | ")
-    large_reuse = fastest_verdicts(reuse_table, LARGEST)
-    for p, (s, v) in large_reuse.items():
-        rms, ln = fastest_pair(reuse_table, *LARGEST, p)
-        said = describe(v, NAMES[("rms_norm", rms)], NAMES[("layer_norm", ln)])
-        print(f"memory reused | {p:16} {said} (LayerNorm's time / RMSNorm's: {times(s)})")
-else:
-    print("The C library here has no mallopt: the large size is not measured again.")
 
 # %% [markdown]
 # ## 在 GPU 上 { #on-a-gpu }
@@ -596,35 +136,6 @@ else:
 # 当 PyTorch 检测到 GPU 时，同样的测量会在 CUDA 上运行：每个样本至多 100 次调用，每个样本以 `torch.cuda.synchronize` 结束，结论采用同样的规则。PyTorch 的 CUDA 缓存分配器按设计就会保留释放的内存块以供重用，所以上面的分配器问题在那里不会出现。没有 GPU 时，单元格会注明这一点。
 
 # %%
-if torch.cuda.is_available():
-    print("GPU:", torch.cuda.get_device_name())
-
-    def cuda_variants(norm, hidden):
-        return norm_variants(norm, hidden, SCRATCH[norm], device="cuda")
-
-    gpu_table, gpu_failures = benchmark(
-        SIZES,
-        cuda_variants,
-        device="cuda",
-        repeats=REPEATS,
-        min_sample_s=0.01,
-        max_number=100,
-    )
-    for (norm, impl), why in gpu_failures.items():
-        print(f"{NAMES[(norm, impl)]} could not run on the GPU and is left out: {why}")
-    print_table(gpu_table)
-    roofline(gpu_table, f"CUDA, {torch.cuda.get_device_name()}: achieved bandwidth")
-    for p in PASSES:
-        kw = {"rows": LARGEST[0], "hidden": LARGEST[1], "passes": p}
-        best = pct_of_copy(fastest(gpu_table, "rms_norm", **kw))
-        s, v = pair(gpu_table, *LARGEST, p, "nn", "nn")
-        print(
-            f"GPU {p}: fastest RMSNorm {names(gpu_table, 'rms_norm', **kw)}, {pct(best)} of "
-            f"copy; {describe(v, 'nn.RMSNorm', 'nn.LayerNorm')} (LayerNorm's time / RMSNorm's: "
-            f"{times(s)})"
-        )
-else:
-    print("GPU part skipped: torch.cuda.is_available() is False on this machine.")
 
 # %% [markdown]
 # ## 实验结果 { #what-we-saw }
@@ -659,69 +170,3 @@ else:
 # - McCalpin，STREAM 基准测试：一次拷贝按搬运 2 × 大小字节计。
 
 # %%
-kw_f = {"rows": LARGEST[0], "hidden": LARGEST[1], "passes": "forward"}
-kw_b = {"rows": LARGEST[0], "hidden": LARGEST[1], "passes": "forward+backward"}
-size_text = f"{LARGEST[0]} x {LARGEST[1]} float32"
-
-
-def best_pct(t, kw):
-    return pct(pct_of_copy(fastest(t, "rms_norm", **kw)))
-
-
-def fastest_vs_fastest(kw):
-    return times(large[kw["passes"]][0])
-
-
-def same_impl(kw, impl):
-    return times(speedup(table, rms_impl=impl, ln_impl=impl, **kw))
-
-
-def by_impl(kw):
-    """Verdict words per implementation, then for the fastest of each norm."""
-    words = [
-        f"{PAIR_LABEL[i]}, {WORD[pair(table, *LARGEST, kw['passes'], i, i)[1]]}"
-        for i in measured_impls
-    ]
-    return "; ".join([*words, f"fastest of each, {WORD[large[kw['passes']][1]]}"])
-
-
-def figures(kw):
-    return ", ".join(f"{PAIR_LABEL[i]} {same_impl(kw, i)}" for i in measured_impls)
-
-
-RULE = "a difference counts only where the interquartile ranges of the timings do not overlap"
-results = {
-    "machine": MACHINE,
-    "largest_size": size_text,
-    "threads": str(torch.get_num_threads()),
-    "repeats": f"{REPEATS} interleaved rounds; median (interquartile range)",
-    "copy_bandwidth_gbps": f"{copy_large.median:.1f} ({copy_large.low:.1f}–{copy_large.high:.1f})",
-    "clone_pct_of_copy": pct(clone_large),
-    "fastest_rms_impl_forward": names(table, "rms_norm", **kw_f),
-    "fastest_rms_pct_of_copy_forward": best_pct(table, kw_f),
-    "fastest_rms_pct_of_copy_fwd_bwd": best_pct(table, kw_b),
-    "fastest_rms_pct_of_copy_forward_reuse": best_pct(reuse_table, kw_f) if reuse else "n/a",
-    "fastest_rms_pct_of_copy_fwd_bwd_reuse": best_pct(reuse_table, kw_b) if reuse else "n/a",
-    "rms_vs_ln_speedup_fastest_forward": fastest_vs_fastest(kw_f),
-    "rms_vs_ln_speedup_fastest_fwd_bwd": fastest_vs_fastest(kw_b),
-    "rms_vs_ln_speedup_nn_forward": same_impl(kw_f, "nn"),
-    "rms_vs_ln_speedup_nn_fwd_bwd": same_impl(kw_b, "nn"),
-    "speedup_by_impl_forward": figures(kw_f),
-    "speedup_by_impl_fwd_bwd": figures(kw_b),
-    "verdict_7_64": verdict_7_64,
-    "speedup_fastest": (
-        f"{fastest_vs_fastest(kw_f)} forward, {fastest_vs_fastest(kw_b)} "
-        f"forward+backward (LayerNorm's time / RMSNorm's, median (range), {size_text}, CPU)"
-    ),
-    "verdict": (
-        f"RMSNorm against LayerNorm, forward, {size_text} on the CPU: {by_impl(kw_f)} ({RULE})"
-    ),
-    "compile_seconds": f"{compiled_s:.1f}",
-}
-display(
-    {
-        "application/vnd.resnorm.results+json": results,
-        "text/plain": "\n".join(f"{k}: {v}" for k, v in results.items()),
-    },
-    raw=True,
-)

@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   # Code cells are empty on purpose: the build takes each one from vector_through_block.py.
+#   # 代码单元格特意留空：构建时逐个取自 vector_through_block.py。
 #   jupytext:
 #     formats: py:percent
 #   kernelspec:
@@ -63,51 +65,16 @@
 # 代码见 `snippets/vector_through_block.py`。
 
 # %%
-import matplotlib.pyplot as plt
-import torch
-from IPython.display import display
-from torch import nn
-
-from snippets.transformer import FeedForward, Residual
-from snippets.vector_through_block import PLACEMENTS, TITLES, mean_std, plot_stages, stages, table
-
-D = 8
-torch.manual_seed(0)
-x = 2.0 + 3.0 * torch.randn(D)  # (d,)
-torch.manual_seed(1)
-f = FeedForward(D, 4 * D)
-
-results = {}
-for placement in PLACEMENTS:
-    r = Residual(f, D, norm_position=placement)  # the handbook's connection, fresh norms
-    norm = r.norm_out if placement == "post" else r.norm_in
-    results[placement] = stages(x, f, placement, norm=norm, norm_branch=r.norm_branch)
-    with torch.no_grad():
-        y = r(x.view(1, 1, D)).view(D)  # Residual wants (batch, seq_len, d_model)
-    same = torch.allclose(list(results[placement].values())[-1], y)
-    print(f"{TITLES[placement]}  (last stage equals Residual's output: {same})")
-    print(table(results[placement]))
-    print()
 
 # %% [markdown]
 # 把同样的数字画成柱状图：每个特征一组，每个阶段一根柱子。
 
 # %% alt="一个向量的每个特征在 Post-LN、Pre-LN 与 Sandwich 连接各阶段的取值"
-fig = plot_stages(results, figsize=(15, 5))
-plt.show()
 
 # %% [markdown]
 # 下面把各阶段的标准差并排列出。每种放置方式对词元的尺度做了什么，看这个数字就知道。
 
 # %%
-for placement, vectors in results.items():
-    print(f"{TITLES[placement]:>18}:")
-    for label, v in vectors.items():
-        print(f"{label:>22}  std {mean_std(v)[1]:5.2f}")
-x_std = mean_std(x)[1]
-pre_out = mean_std(results["pre"]["x + F(LN(x))"])[1]
-post_out = mean_std(results["post"]["LN(x + F(x))"])[1]
-print(f"Pre-LN output std / x std = {pre_out / x_std:.2f};  Post-LN output std = {post_out:.2f}")
 
 # %% [markdown]
 # ## $x$ 的尺度 { #the-scale-of-x }
@@ -118,31 +85,6 @@ print(f"Pre-LN output std / x std = {pre_out / x_std:.2f};  Post-LN output std =
 # 并不是加到残差流上的更新量，因为归一化会把整个结果重新缩放；列出它只是为了便于比较）。
 
 # %% alt="‖update‖ / ‖c·x‖ 随输入尺度 c 的变化：Pre-LN 与 Sandwich，双对数坐标"
-scales = [0.1, 1.0, 10.0, 100.0]
-print(f"{'c':>6} | " + " | ".join(f"{TITLES[p]:^27}" for p in PLACEMENTS))
-print(f"{'':>6} | " + " | ".join(f"{'output std':>12} {'update/|cx|':>14}" for _ in PLACEMENTS))
-relative = {p: [] for p in PLACEMENTS}
-for c in scales:
-    cells = []
-    for placement in PLACEMENTS:
-        r = Residual(f, D, norm_position=placement)
-        norm = r.norm_out if placement == "post" else r.norm_in
-        out = list(stages(c * x, f, placement, norm=norm, norm_branch=r.norm_branch).values())[-1]
-        rel = ((out - c * x).norm() / (c * x).norm()).item()
-        relative[placement].append(rel)
-        cells.append(f"{mean_std(out)[1]:>12.3f} {rel:>14.3f}")
-    print(f"{c:>6} | " + " | ".join(cells))
-
-fig, ax = plt.subplots(figsize=(6, 3.6), constrained_layout=True)
-for placement, marker in zip(("pre", "sandwich"), "os", strict=True):
-    ax.plot(scales, relative[placement], marker=marker, label=TITLES[placement])
-ax.set_xscale("log")
-ax.set_yscale("log")
-ax.set_xlabel("scale c of the input c·x")
-ax.set_ylabel("‖update‖ / ‖c·x‖")
-ax.set_title("how much one block changes the residual stream")
-ax.legend()
-plt.show()
 
 # %% [markdown]
 # ## 两个特征，以及无偏标准差 { #two-features-and-the-unbiased-standard-deviation }
@@ -153,25 +95,12 @@ plt.show()
 # 0。经过归一化之后，留下来的只有两个特征的大小顺序。
 
 # %%
-torch.manual_seed(8)
-ln2 = nn.LayerNorm(2)
-with torch.no_grad():
-    for _ in range(4):
-        v = 5 * torch.randn(2)
-        out = ln2(v)
-        print(
-            f"x = [{v[0].item():6.2f} {v[1].item():6.2f}]  ->  "
-            f"LN(x) = [{out[0].item():6.3f} {out[1].item():6.3f}]"
-        )
 
 # %% [markdown]
 # 要手工验证“标准差为 1”，就得像 LayerNorm 那样使用有偏估计。`torch.std`
 # 默认给出的是无偏估计（除以 $d - 1$），在 $d = 8$ 时得到的是 $\sqrt{8/7}$ 而不是 1：
 
 # %%
-ln_x = results["pre"]["LN(x)"]
-print(f"biased   (unbiased=False): {ln_x.std(unbiased=False).item():.4f}")
-print(f"unbiased (the default):    {ln_x.std().item():.4f}   sqrt(8/7) = {(8 / 7) ** 0.5:.4f}")
 
 # %% [markdown]
 # ## 算例：单位方差的 $x$，很大的 $F(x)$ { #the-articles-worked-example-unit-variance-x-large-fx }
@@ -186,46 +115,6 @@ print(f"unbiased (the default):    {ln_x.std().item():.4f}   sqrt(8/7) = {(8 / 7
 # `nn.LayerNorm(64)`。
 
 # %%
-D_WIDE, TOKENS, TARGET_VAR = 64, 4096, 10.0
-torch.manual_seed(2)
-xs = torch.randn(TOKENS, D_WIDE)  # (tokens, d), unit variance
-torch.manual_seed(3)
-g = FeedForward(D_WIDE, 4 * D_WIDE)
-ln_wide = nn.LayerNorm(D_WIDE)
-
-
-def var(t: torch.Tensor) -> float:
-    return t.var(correction=0).item()
-
-
-with torch.no_grad():
-    k = (TARGET_VAR / var(g(xs))) ** 0.5  # scale the branch so that Var F(x) = 10
-
-    def F(h):
-        return k * g(h)
-
-    fx = F(xs)
-    post_sum = xs + fx
-    pre_branch = F(ln_wide(xs))
-    worked = {
-        "x": var(xs),
-        "F(x)": var(fx),
-        "x + F(x)       Post-LN sum": var(post_sum),
-        "LN(x + F(x))   Post-LN output": var(ln_wide(post_sum)),
-        "LN(x)          Pre-LN branch input": var(ln_wide(xs)),
-        "F(LN(x))       Pre-LN branch": var(pre_branch),
-        "x + F(LN(x))   Pre-LN output": var(xs + pre_branch),
-    }
-for label, v in worked.items():
-    print(f"{label:<36} variance {v:6.2f}")
-post_var, pre_var = worked["x + F(x)       Post-LN sum"], worked["x + F(LN(x))   Pre-LN output"]
-print(
-    f"Var x + Var F(x) = {worked['x'] + worked['F(x)']:.2f} (the sum if the two were uncorrelated)"
-)
-print(
-    f"Pre-LN output variance / Post-LN sum variance = {pre_var / post_var:.3f}: "
-    f"{'the same to 5%' if abs(pre_var / post_var - 1) < 0.05 else 'different'}"
-)
 
 # %% [markdown]
 # ## 实验结果 { #what-we-saw }
@@ -255,31 +144,3 @@ print(
 
 
 # %%
-def std_of(placement, label):
-    return f"{mean_std(results[placement][label])[1]:.2f}"
-
-
-headline = {
-    "x_std": f"{x_std:.2f}",
-    "pre_ln_x_std": std_of("pre", "LN(x)"),
-    "pre_branch_std": std_of("pre", "F(LN(x))"),
-    "pre_output_std": std_of("pre", "x + F(LN(x))"),
-    "post_branch_std": std_of("post", "F(x)"),
-    "post_sum_std": std_of("post", "x + F(x)"),
-    "post_output_std": std_of("post", "LN(x + F(x))"),
-    "sandwich_branch_std": std_of("sandwich", "LN2(F(LN1(x)))"),
-    "sandwich_output_std": std_of("sandwich", "x + LN2(F(LN1(x)))"),
-    "pre_output_over_x_std": f"{pre_out / x_std:.2f}",
-    "worked_x_var": f"{worked['x']:.2f}",
-    "worked_branch_var": f"{worked['F(x)']:.2f}",
-    "worked_post_sum_var": f"{post_var:.2f}",
-    "worked_post_output_var": f"{worked['LN(x + F(x))   Post-LN output']:.2f}",
-    "worked_pre_output_var": f"{pre_var:.2f}",
-}
-display(
-    {
-        "application/vnd.resnorm.results+json": headline,
-        "text/plain": "\n".join(f"{k}: {v}" for k, v in headline.items()),
-    },
-    raw=True,
-)

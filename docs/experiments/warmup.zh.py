@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   # Code cells are empty on purpose: the build takes each one from warmup.py.
+#   # 代码单元格特意留空：构建时逐个取自 warmup.py。
 #   jupytext:
 #     formats: py:percent
 #   kernelspec:
@@ -82,139 +84,18 @@
 # 又能展示这一效应的最省的一组；最后几次运行展示的则是会把这一效应掩盖掉的初始化方式。
 
 # %%
-import matplotlib.pyplot as plt
-import torch
-from IPython.display import display
-
-from snippets.lm_experiment import (
-    MarkovLanguage,
-    first_step_below,
-    outcome,
-    train_lm,
-    xavier_init_,
-)
-from snippets.transformer import GPT, GPTConfig
-
-torch.set_num_threads(1)  # see Settings
-
-VOCAB, ORDER, BRANCHING = 16, 2, 3
-N_LAYER, N_EMBD, N_HEAD = 4, 64, 4
-BATCH, SEQ_LEN, STEPS = 32, 16, 150
-LRS = {"moderate": 2e-3, "high": 1e-2}
-WARMUPS = (0, 50)
-PLACEMENTS = {"post": "Post-LN", "pre": "Pre-LN"}
-SEEDS = (0, 1, 2)
-
-language = MarkovLanguage(VOCAB, order=ORDER, branching=BRANCHING, seed=0)
-base = language.baselines(SEQ_LEN)
-print("reference losses, nats per token:")
-for name, value in base.items():
-    print(f"  {name:>8}: {value:.3f}")
 
 # %% [markdown]
 # ## 网格：放置方式 × 预热 × 学习率 { #the-grid-placement-warmup-learning-rate }
 
 
 # %%
-def make_model(norm_position: str, seed: int = 0, init: str = "xavier") -> GPT:
-    torch.manual_seed(seed)
-    config = GPTConfig(
-        vocab_size=VOCAB,
-        block_size=SEQ_LEN,
-        n_layer=N_LAYER,
-        n_head=N_HEAD,
-        n_embd=N_EMBD,
-        norm_position=norm_position,
-    )
-    model = GPT(config)
-    if init == "xavier":  # W_q, W_k, W_v as one (3C, C) matrix: see Settings
-        xavier_init_(model, qkv="fused")
-    return model
-
-
-def run(norm_position, lr, warmup, seed=0, init="xavier"):
-    return train_lm(
-        make_model(norm_position, seed, init),
-        language,
-        STEPS,
-        lr,
-        warmup_steps=warmup,
-        decay="cosine",
-        batch_size=BATCH,
-        seq_len=SEQ_LEN,
-        seed=seed,
-    )
-
-
-post, pre = make_model("post"), make_model("pre")
-qkv_post = post.stack.layers[0].attn.sublayer.qkv.weight
-qkv_pre = pre.stack.layers[0].attn.sublayer.qkv.weight
-same = torch.equal(qkv_post, qkv_pre)
-print("Post-LN and Pre-LN start from the same weights:", same)
-
-runs = {}
-for speed, lr in LRS.items():
-    for warmup in WARMUPS:
-        for pos in PLACEMENTS:
-            runs[pos, warmup, speed] = run(pos, lr, warmup)
-
-print(
-    f"\n{'lr':>14} {'warmup':>6} {'placement':>9} {'final loss':>10} "
-    f"{'steps to bigram':>15}  verdict"
-)
-for (pos, warmup, speed), r in runs.items():
-    reached = first_step_below(r.losses, base["bigram"])
-    reached = "never" if reached is None else reached
-    print(
-        f"{speed:>8} {LRS[speed]:.0e} {warmup:>6} {PLACEMENTS[pos]:>9} "
-        f"{r.final_loss:>10.3f} {reached:>15}  {outcome(r, base)}"
-    )
 
 # %% [markdown]
 # “Steps to bigram”（降到 bigram 的步数）是最近 10 个损失的均值首次低于 bigram
 # 损失的那一步：从这一步起，模型开始通过注意力利用往前数第二个词元。
 
 # %% alt="训练损失随步数的变化：Post-LN 与 Pre-LN，两个峰值学习率，无预热与有预热"
-fig, axes = plt.subplots(
-    2,
-    2,
-    figsize=(11, 7),
-    sharex=True,
-    sharey=True,
-    constrained_layout=True,
-)
-colors = {"post": "tab:red", "pre": "tab:blue"}
-steps = torch.arange(STEPS)
-for row, speed in enumerate(LRS):
-    for col, warmup in enumerate(WARMUPS):
-        ax = axes[row, col]
-        for pos, label in PLACEMENTS.items():
-            losses = torch.tensor(runs[pos, warmup, speed].losses)
-            smooth = losses.unfold(0, 10, 1).mean(-1)  # mean of 10 steps
-            ax.plot(steps, losses, color=colors[pos], alpha=0.25, lw=0.8)
-            ax.plot(steps[9:], smooth, color=colors[pos], lw=2, label=label)
-        for name, style in (
-            ("uniform", "-"),
-            ("unigram", "--"),
-            ("bigram", "-."),
-            ("optimal", ":"),
-        ):
-            ax.axhline(base[name], color="gray", ls=style, lw=1, label=name)
-        if warmup:
-            ax.axvline(warmup, color="black", lw=0.8, alpha=0.5)
-        ax.set_title(f"peak lr {LRS[speed]:.0e} ({speed}), warmup {warmup} steps")
-        ax.set_ylim(0.7, 4.7)
-        ax.grid(alpha=0.3, which="both")
-for ax in axes[1]:
-    ax.set_xlabel("step")
-for ax in axes[:, 0]:
-    ax.set_ylabel("training loss (nats per token)")
-axes[0, 0].legend(loc="upper right", fontsize=8)
-fig.suptitle(
-    "Post-LN vs Pre-LN, 4 layers, Xavier init "
-    "(thin: each step; thick: mean of 10; vertical line: end of warmup)"
-)
-plt.show()
 
 # %% [markdown]
 # ## 随机种子：决定性的一对，重复三次 { #seeds-the-deciding-pair-three-times }
@@ -223,25 +104,6 @@ plt.show()
 # 把这两次运行再做一遍（每次都是新的初始化和新的批次）；种子 0 就是上面那次运行。
 
 # %%
-decisive = {pos: [runs[pos, 0, "high"]] for pos in PLACEMENTS}
-for seed in SEEDS[1:]:
-    for pos in PLACEMENTS:
-        decisive[pos].append(run(pos, LRS["high"], 0, seed=seed))
-
-
-def seed_cells(results):
-    cells = [f"{r.final_loss:.3f} ({outcome(r, base)})" for r in results]
-    return "  ".join(f"seed {s}: {cell}" for s, cell in enumerate(cells))
-
-
-for pos, label in PLACEMENTS.items():
-    print(f"{label}, lr {LRS['high']:.0e}, no warmup -> {seed_cells(decisive[pos])}")
-post_failed = sum(outcome(r, base) != "trained" for r in decisive["post"])
-pre_trained = sum(outcome(r, base) == "trained" for r in decisive["pre"])
-print(
-    f"Post-LN failed in {post_failed} of 3 seeds;",
-    f"Pre-LN trained in {pre_trained} of 3",
-)
 
 # %% [markdown]
 # ## 换用 GPT-2 初始化的同一对运行 { #the-same-pair-with-gpt-2s-initialization }
@@ -251,28 +113,6 @@ print(
 # 再跑一遍决定性的那一对，种子 0、1 和 2，不做 Xavier 重新初始化：
 
 # %%
-for init in ("xavier", "gpt2"):
-    mlp = make_model("post", init=init).stack.layers[0].mlp.sublayer
-    fc_std, proj_std = mlp.fc.weight.std(), mlp.proj.weight.std()
-    print(
-        f"{init:>6} init: weight std of the FFN's first layer {fc_std:.3f}, "
-        f"of its output projection {proj_std:.4f}"
-    )
-gpt2_init = {}
-for pos in PLACEMENTS:
-    gpt2_init[pos] = [run(pos, LRS["high"], 0, seed, init="gpt2") for seed in SEEDS]
-for pos, label in PLACEMENTS.items():
-    cells = seed_cells(gpt2_init[pos])
-    print(f"GPT-2 init, {label}, lr {LRS['high']:.0e}, no warmup -> {cells}")
-gpt2_post_trained = sum(outcome(r, base) == "trained" for r in gpt2_init["post"])
-gpt2_pre_trained = sum(outcome(r, base) == "trained" for r in gpt2_init["pre"])
-pairs = zip(gpt2_init["post"], gpt2_init["pre"], strict=True)
-gpt2_post_lower = sum(p.final_loss < q.final_loss for p, q in pairs)
-print(
-    f"Post-LN trained in {gpt2_post_trained} of 3 seeds, "
-    f"Pre-LN in {gpt2_pre_trained} of 3; "
-    f"Post-LN ended below Pre-LN in {gpt2_post_lower} of 3"
-)
 
 # %% [markdown]
 # ## 结论 { #verdict }
@@ -280,87 +120,8 @@ print(
 # 由上面的运行计算得出：先是主要结论，然后是对其他论断的检验。
 
 # %%
-hi = LRS["high"]
-
-
-def steps_to_bigram(r):
-    reached = first_step_below(r.losses, base["bigram"])
-    return STEPS if reached is None else reached  # never: count it as the whole run
-
-
-p0, q0 = runs["post", 0, "high"], runs["pre", 0, "high"]
-p1, q1 = runs["post", WARMUPS[1], "high"], runs["pre", WARMUPS[1], "high"]
-if post_failed == 3 and pre_trained == 3:
-    verdict = (
-        f"With Xavier initialization at peak lr {hi:.0e} without warmup, Post-LN "
-        "failed in 3 of 3 seeds "
-        f"(seed 0: {outcome(p0, base)}, final loss {p0.final_loss:.2f}, "
-        f"unigram {base['unigram']:.2f}) while Pre-LN trained in 3 of 3 "
-        f"(seed 0: final loss {q0.final_loss:.2f}); with {WARMUPS[1]} warmup steps "
-        f"Post-LN {outcome(p1, base)} (final loss {p1.final_loss:.2f})."
-    )
-else:
-    verdict = (
-        f"Not shown at this scale: with Xavier initialization at peak lr {hi:.0e} "
-        "without warmup, Post-LN "
-        f"failed in {post_failed} of 3 seeds and Pre-LN trained in {pre_trained} "
-        "of 3."
-    )
-print(verdict)
-
-moderate = [runs[pos, w, "moderate"] for pos in PLACEMENTS for w in WARMUPS]
-moderate_ok = all(outcome(r, base) == "trained" for r in moderate)
-spread = max(r.final_loss for r in moderate) - min(r.final_loss for r in moderate)
-print(
-    f"Every run at the moderate lr {LRS['moderate']:.0e} trained: {moderate_ok}; "
-    f"their final losses span {spread:.2f} nats"
-)
-print(
-    f"Warmup lowered Pre-LN's final loss at lr {hi:.0e}: "
-    f"{q1.final_loss < q0.final_loss} "
-    f"({q0.final_loss:.2f} without, {q1.final_loss:.2f} with)"
-)
-g_post, g_pre = gpt2_init["post"][0], gpt2_init["pre"][0]
-gpt2_verdict = (
-    f"With GPT-2's initialization at peak lr {hi:.0e} without warmup, Post-LN "
-    f"trained in {gpt2_post_trained} of 3 seeds and Pre-LN in {gpt2_pre_trained} "
-    f"of 3; Post-LN's final loss was below Pre-LN's in {gpt2_post_lower} of 3 "
-    f"(seed 0: {g_post.final_loss:.2f} vs {g_pre.final_loss:.2f})."
-)
-print(gpt2_verdict)
-faster = sum(
-    steps_to_bigram(runs["pre", w, speed]) < steps_to_bigram(runs["post", w, speed])
-    for speed in LRS
-    for w in WARMUPS
-)
-print(f"Pre-LN got below the bigram loss sooner than Post-LN in {faster} of 4 settings")
 
 # %%
-results = {
-    "moderate_lr": f"{LRS['moderate']:.0e}",
-    "high_lr": f"{hi:.0e}",
-    "warmup_steps": str(WARMUPS[1]),
-    "unigram_loss": f"{base['unigram']:.2f}",
-    "optimal_loss": f"{base['optimal']:.2f}",
-}
-for (pos, warmup, speed), r in runs.items():
-    key = f"{pos}_{'warmup' if warmup else 'no_warmup'}_{speed}_lr_final_loss"
-    results[key] = f"{r.final_loss:.2f}"
-results["post_no_warmup_high_lr_failed_seeds"] = f"{post_failed}/3"
-results["pre_no_warmup_high_lr_trained_seeds"] = f"{pre_trained}/3"
-results["gpt2_init_post_no_warmup_high_lr_final_loss"] = f"{g_post.final_loss:.2f}"
-results["gpt2_init_pre_no_warmup_high_lr_final_loss"] = f"{g_pre.final_loss:.2f}"
-results["gpt2_init_post_no_warmup_high_lr_trained_seeds"] = f"{gpt2_post_trained}/3"
-results["gpt2_init_post_below_pre_seeds"] = f"{gpt2_post_lower}/3"
-results["verdict"] = verdict
-results["gpt2_init_verdict"] = gpt2_verdict
-display(
-    {
-        "application/vnd.resnorm.results+json": results,
-        "text/plain": "\n".join(f"{k}: {v}" for k, v in results.items()),
-    },
-    raw=True,
-)
 
 # %% [markdown]
 # ## 观察结果 { #what-we-saw }

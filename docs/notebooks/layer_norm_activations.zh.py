@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   # Code cells are empty on purpose: the build takes each one from layer_norm_activations.py.
+#   # 代码单元格特意留空：构建时逐个取自 layer_norm_activations.py。
 #   jupytext:
 #     formats: py:percent
 #   kernelspec:
@@ -22,20 +24,6 @@
 # 范围约从 0.1 到 10），深层网络的残差流中正会出现这种情况。
 
 # %%
-import matplotlib.pyplot as plt
-import torch
-
-from snippets.layer_norm import LayerNorm
-
-torch.manual_seed(0)
-tokens, features = 512, 256
-offset = 3 * torch.randn(tokens, 1)
-scale = torch.exp(torch.empty(tokens, 1).uniform_(-2.3, 2.3))  # e^±2.3 ≈ 0.1 … 10
-x = offset + scale * torch.randn(tokens, features)
-
-ln = LayerNorm(features)  # fresh layer: weight = 1, bias = 0
-with torch.no_grad():
-    y = ln(x)
 
 # %% [markdown]
 # ## 逐词元的统计量 { #per-token-statistics }
@@ -45,32 +33,8 @@ with torch.no_grad():
 
 
 # %%
-def summary(name, t):
-    mean, std = t.mean(-1), t.std(-1, unbiased=False)
-    print(
-        f"{name:>6}: token mean in [{mean.min().item():7.3f}, {mean.max().item():7.3f}]"
-        f"   token std in [{std.min().item():7.3f}, {std.max().item():7.3f}]"
-    )
-
-
-summary("before", x)
-summary("after", y)
 
 # %% alt="LayerNorm 前后所有数值的直方图；每个词元归一化后与归一化前的标准差对比"
-fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), constrained_layout=True)
-axes[0].hist(x.flatten().numpy(), bins=120, color="tab:gray")
-axes[0].set_title("all values, before")
-axes[1].hist(y.flatten().numpy(), bins=120, color="tab:blue")
-axes[1].set_title("all values, after LayerNorm")
-axes[2].scatter(x.std(-1).numpy(), y.std(-1).numpy(), s=6, color="tab:blue")
-axes[2].set_xscale("log")
-axes[2].set_xlabel("token std before")
-axes[2].set_ylabel("token std after")
-axes[2].set_title("each token, std before vs after")
-for ax in axes[:2]:
-    ax.set_yscale("log")
-    ax.set_xlabel("value")
-plt.show()
 
 # %% [markdown]
 # ## 这一层看不到什么 { #what-the-layer-cannot-see }
@@ -81,6 +45,3 @@ plt.show()
 # 所有词元共享的尺度和偏移，而无法恢复每个词元各自的尺度和偏移。
 
 # %%
-with torch.no_grad():
-    shifted_scaled = ln(7.0 + 5.0 * x)
-print("max |LN(7 + 5x) - LN(x)| =", f"{(shifted_scaled - y).abs().max().item():.2e}")
