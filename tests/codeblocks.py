@@ -13,6 +13,13 @@ visible label for the first two, see ``hooks/codeblocks.py``):
   what the executable block above prints; the test compares them.
 - ``<!--pytest.mark.skip(reason="...")-->``: the block is not run, for the
   stated reason (a reason is required).
+
+The markers are spelled as in pytest-codeblocks, but that package cannot read
+these pages, so they are parsed here. Its extractor merges a continued block
+into the block above and gives the merged block one output, while here every
+block of a chain keeps its own id and output (it stops with an error on most
+pages). It also misses ``~~~`` fences, drops blank lines in indented fences
+(content tabs, admonitions) and carries a marker over text to a later block.
 """
 
 from __future__ import annotations

@@ -159,18 +159,40 @@ def test_parser_sees_every_spelling(tmp_path: Path):
     page.write_text(
         "```py\na = 1\n```\n\n"
         '```python title="x.py"\nb = 2\n```\n\n'
-        '=== "Tab"\n\n    ```python3\n    c = 3\n    ```\n\n'
-        "```{.python .annotate}\nd = 4\n```\n",
+        '=== "Tab"\n\n    ```python3\n    c = 3\n\n    print(c)\n    ```\n\n'
+        "```{.python .annotate}\nd = 4\n```\n\n"
+        "~~~python\ne = 5\n```\n~~~\n",
         encoding="utf-8",
     )
     blocks = codeblocks.parse(page)
     assert [(b.lang, b.source.strip()) for b in blocks] == [
         ("py", "a = 1"),
         ("python", "b = 2"),
-        ("python3", "c = 3"),
+        ("python3", "c = 3\n\nprint(c)"),  # the blank line of the tab's block is kept
         ("python", "d = 4"),
+        ("python", "e = 5\n```"),  # a ``` line does not close a ~~~ fence
     ]
     assert all(b.runnable for b in blocks)
+
+
+def test_each_block_of_a_chain_keeps_its_output(tmp_path: Path):
+    """A continued block is a test of its own, with the output shown below it."""
+    page = tmp_path / "chain.md"
+    page.write_text(
+        "```python\nx = 1\nprint(x)\n```\n\n"
+        "<!--pytest-codeblocks:expected-output-->\n\n```text\n1\n```\n\n"
+        "<!--pytest-codeblocks:cont-->\n\n```python\nprint(x + 1)\n```\n\n"
+        "<!--pytest-codeblocks:expected-output-->\n\n```text\n2\n```\n",
+        encoding="utf-8",
+    )
+    blocks = codeblocks.parse(page)
+    first, first_output, second, second_output = blocks
+    assert [b.lineno for b in blocks] == [1, 8, 14, 20]
+    assert second.cont and second.previous is first
+    assert (first.expected_output, second.expected_output) == ("1\n", "2\n")
+    assert first_output.is_output and second_output.is_output
+    result = codeblocks.run_python(codeblocks.chain_group(second, blocks), cwd=tmp_path)
+    assert result.failed is None and result.outputs == ["1\n", "2\n"]
 
 
 def test_includes_are_expanded_like_the_build():
