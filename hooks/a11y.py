@@ -1,177 +1,26 @@
-"""Every diagram and every notebook plot says in words what it shows.
-
-The words are written next to the source of the picture:
-
-- a PlantUML diagram: the fence's ``alt="..."``, plantuml_markdown's option
-  (```` ```plantuml alt="Post-LN: ..." ````). The inline ``<svg>`` gets it as its
-  first child, ``<title>``, with ``role="img"`` and ``aria-labelledby``;
-  plantuml_markdown's ``alt`` and ``title`` attributes, which ``<svg>`` does not
-  have, are removed. The diagram sits in a box that scrolls sideways at the
-  diagram's natural size instead of shrinking its text on a narrow screen.
-- a notebook plot: the ``alt`` metadata of the cell that draws it, written on the
-  cell's marker in the jupytext source (``# %% alt="..."``; a list of strings for
-  a cell that draws several plots, in order). It replaces the placeholder that
-  nbconvert puts in the plot's ``<img alt>``.
-
-A diagram or a plot without one logs a warning, which fails ``mkdocs build --strict``.
-
-The same pass makes the generated markup valid HTML (the Nu HTML Checker finds no
-error the site's own pages cause): PlantUML's SVG 1.1 attributes that HTML's
-``<svg>`` does not have, the ``markdown="0"`` that md_in_html leaves on a raw
-block, and the copy buttons of notebook cells, which get the role they act in.
-"""
+"""Every diagram and plot described in words, and the generated markup made valid HTML
+(resnorm_site/a11y.py says how). A picture without a description is a warning, so
+``mkdocs build --strict`` fails."""
 
 from __future__ import annotations
 
-import html as html_lib
 import logging
-import re
+
+from resnorm_site import a11y
+from resnorm_site.labels import label, language
 
 log = logging.getLogger("mkdocs.hooks.a11y")
 
-# plantuml_markdown's default alt text: the fence said nothing.
-NO_DESCRIPTION = {"", "uml diagram"}
-UML_SVG = re.compile(r"<svg\b[^>]*\bclass=\"uml\"[^>]*>")
-ATTR = re.compile(r'\s(alt|title)="([^"]*)"')
-# The region a wide diagram scrolls in, named in the page's language.
-DIAGRAM_LABEL = {"en": "Diagram", "zh": "图示"}
-
-# SVG 1.1 attributes that PlantUML writes and HTML's <svg> does not allow there.
-SVG_ONLY_ATTR = re.compile(r'\s(?:contentStyleType|lengthAdjust)="[^"]*"')
-PARAGRAPH_AROUND = re.compile(r"<p>\s*$")
-PARAGRAPH_END = re.compile(r"\s*</p>")
-SVG_TAGS = re.compile(r"<svg\b|</svg>")
-MARKDOWN_ATTR = re.compile(r'(<[a-z][\w-]*\b[^<>]*?)\smarkdown="[^"]*"')
-# mkdocs-jupyter's copy button of a code cell: a stray "," attribute and an aria-label
-# on an element without a role. The element's script makes it act as a button.
-CLIPBOARD = re.compile(r'<clipboard-copy ,="" aria-label="[^"]*"')
-COPY_LABEL = {"en": "Copy to clipboard", "zh": "复制到剪贴板"}
-
-NBCONVERT_PLACEHOLDER = 'alt="No description has been provided for this image"'
-CELL_START = re.compile(r'<div\b[^>]*\bid="cell-id=([^"]+)"')
-IMG = re.compile(r"<img\b[^>]*>")
-
-
-def _language(config) -> str:
-    lang = config.theme.get("language", "en") if config else "en"
-    return lang if lang in DIAGRAM_LABEL else "en"
-
-
-def describe_diagrams(html: str, where: str, lang: str = "en") -> str:
-    """Each PlantUML <svg>: its fence's alt text as <title>, role="img", in a scroll box."""
-    out, pos = [], 0
-    for count, match in enumerate(UML_SVG.finditer(html), start=1):
-        tag = match.group(0)
-        attrs = dict(ATTR.findall(tag))
-        description = html_lib.unescape(attrs.get("alt", "")).strip()
-        if description in NO_DESCRIPTION:
-            log.warning(
-                "%s: PlantUML diagram %d has no description; write what it shows in the "
-                'fence: ```plantuml alt="..."',
-                where,
-                count,
-            )
-        end = _closing_svg(html, match.end())
-        title_id = f"rn-diagram-{count}-title"
-        tag = SVG_ONLY_ATTR.sub("", ATTR.sub("", tag))
-        tag = tag[:-1] + f' role="img" aria-labelledby="{title_id}">'
-        title = f'<title id="{title_id}">{html_lib.escape(description, quote=False)}</title>'
-        body = SVG_ONLY_ATTR.sub("", html[match.end() : end])
-        box = f'<div class="rn-diagram" role="region" aria-label="{DIAGRAM_LABEL[lang]}">'
-        before = html[pos : match.start()]
-        # Markdown puts the diagram in a <p>, which cannot hold the <div>: the box replaces it.
-        around = PARAGRAPH_AROUND.search(before)
-        after = PARAGRAPH_END.match(html, end)
-        if around and after:
-            before = before[: around.start()]
-            end = after.end()
-        out.append(before)
-        out.append(box + tag + title + body + "</div>")
-        pos = end
-    out.append(html[pos:])
-    return "".join(out)
-
-
-def _closing_svg(html: str, start: int) -> int:
-    """The index just past the </svg> that closes the <svg> opened before ``start``."""
-    depth, i = 1, start
-    while depth:
-        tag = SVG_TAGS.search(html, i)
-        if tag is None:
-            raise ValueError("an inline PlantUML <svg> has no closing </svg>")
-        depth += 1 if tag.group(0) == "<svg" else -1
-        i = tag.end()
-    return i
-
-
-def plot_descriptions(notebook) -> dict[str, tuple[str, list[str]]]:
-    """Cell id -> (the cell's first line, the alt text of each plot it draws)."""
-    cells = {}
-    for cell in notebook.cells:
-        alt = cell.get("metadata", {}).get("alt", [])
-        texts = [alt] if isinstance(alt, str) else list(alt)
-        first = next((line for line in cell.get("source", "").splitlines() if line.strip()), "")
-        cells[cell.get("id", "")] = (first, texts)
-    return cells
-
-
-def describe_plots(html: str, cells: dict[str, tuple[str, list[str]]], where: str) -> str:
-    """Put each cell's alt text into its plots' <img alt>, in place of nbconvert's placeholder."""
-    starts = [(m.start(), m.group(1)) for m in CELL_START.finditer(html)]
-    drawn: dict[str, int] = {}
-    missing = []
-
-    def owner(index: int) -> str:
-        cell = ""
-        for start, cell_id in starts:
-            if start > index:
-                break
-            cell = cell_id
-        return cell
-
-    def replace(match: re.Match) -> str:
-        tag = match.group(0)
-        if NBCONVERT_PLACEHOLDER not in tag:
-            return tag
-        cell = owner(match.start())
-        n = drawn[cell] = drawn.get(cell, 0) + 1
-        texts = cells.get(cell, ("", []))[1]
-        text = texts[n - 1].strip() if n <= len(texts) else ""
-        if not text:
-            missing.append((cell, n))
-            return tag
-        return tag.replace(NBCONVERT_PLACEHOLDER, f'alt="{html_lib.escape(text)}"')
-
-    html = IMG.sub(replace, html)
-    for cell, n in missing:
-        log.warning(
-            "%s: plot %d of the cell that starts %r has no description; write what it shows "
-            'on the cell\'s marker in the notebook source: # %%%% alt="..." (a list of strings '
-            "for a cell that draws several plots)",
-            where,
-            n,
-            cells.get(cell, ("?", []))[0],
-        )
-    for cell, (first, texts) in cells.items():
-        if cell in drawn and len(texts) > drawn[cell]:
-            log.warning(
-                "%s: the cell that starts %r has %d alt texts for %d plot(s)",
-                where,
-                first,
-                len(texts),
-                drawn[cell],
-            )
-    return html
-
 
 def on_page_content(html: str, page, config, files) -> str:
-    where, lang = page.file.src_uri, _language(config)
-    html = describe_diagrams(html, where, lang)
-    html = MARKDOWN_ATTR.sub(r"\1", html)
+    where, lang = page.file.src_uri, language(config.theme.get("language"))
+    html = a11y.describe_diagrams(html, where, label(lang, "diagram"), log.warning)
+    html = a11y.without_markdown_attr(html)
+    # a notebook page: abs_src_path is the executed notebook it renders (hooks/notebooks.py)
     if 'class="jupyter-wrapper"' in html and page.file.abs_src_path.endswith(".ipynb"):
         import nbformat
 
         notebook = nbformat.read(page.file.abs_src_path, as_version=4)
-        html = describe_plots(html, plot_descriptions(notebook), where)
-        html = CLIPBOARD.sub(f'<clipboard-copy role="button" aria-label="{COPY_LABEL[lang]}"', html)
+        html = a11y.describe_plots(html, a11y.plot_descriptions(notebook), where, log.warning)
+        html = a11y.copy_buttons(html, label(lang, "copy"))
     return html

@@ -44,7 +44,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # runs_alone() and LABELS come from hooks/notebooks.py
+sys.path[:0] = [str(ROOT), str(ROOT / "hooks")]  # the build logic: hooks/resnorm_site
 ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1")
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 KB = 1000
@@ -66,37 +66,31 @@ def time_tests() -> float:
     return time.perf_counter() - start
 
 
-def time_build(site: Path, chinese: bool = True) -> float:
+def time_build(site: Path, chinese: bool = True, cache: Path | None = None) -> float:
+    env = dict(ENV, RESNORM_BUILD_ZH="true" if chinese else "false")
+    if cache is not None:
+        env["RESNORM_CACHE_DIR"] = str(cache)
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
         cwd=ROOT,
-        env=dict(ENV, RESNORM_BUILD_ZH="true" if chinese else "false"),
+        env=env,
         check=True,
     )
     return time.perf_counter() - start
 
 
 def time_builds() -> tuple[float, float, float, Path, list[tuple[str, float]]]:
-    """Cold builds (no notebook or diagram cache), English only and with the Chinese
-    edition, then a warm build; the real cache is restored.
+    """Cold builds (an empty cache of their own: RESNORM_CACHE_DIR), English only and
+    with the Chinese edition, then a warm build with the repository's cache.
 
     Also returns each notebook's execution time in the cold build."""
-    cache = ROOT / ".cache"
-    saved = Path(tempfile.mkdtemp()) / "cache"
-    if cache.exists():
-        shutil.move(str(cache), saved)
-    site = Path(tempfile.mkdtemp()) / "site"
-    try:
-        english = time_build(site, chinese=False)
-        shutil.rmtree(cache, ignore_errors=True)
-        cold = time_build(site)
-        times = notebook_times()
-    finally:
-        if saved.exists():
-            shutil.rmtree(cache, ignore_errors=True)
-            shutil.move(str(saved), cache)
-    time_build(site)  # make sure the restored cache is complete
+    scratch = Path(tempfile.mkdtemp())
+    site = scratch / "site"
+    english = time_build(site, chinese=False, cache=scratch / "english")
+    cold = time_build(site, cache=scratch / "cold")
+    times = notebook_times(scratch / "cold")
+    time_build(site)  # make sure the repository's cache is complete
     warm = time_build(site)
     return english, cold, warm, site, times
 
@@ -218,7 +212,7 @@ def time_serve() -> tuple[float, list[float], float, list[str]]:
 
 def notebook_pages() -> list[tuple[str, str]]:
     """Every notebook page, in both languages, and the label it shows once its run is in."""
-    from hooks.notebooks import LABELS
+    from resnorm_site.labels import LABELS
 
     pages = []
     for source in sorted((ROOT / "docs").glob("*/*.py")):
@@ -293,12 +287,16 @@ def page_weights(site: Path) -> list[tuple[str, int, int]]:
     return rows
 
 
-def notebook_times() -> list[tuple[str, float]]:
-    """Execution time of each notebook, as recorded by hooks/notebooks.py in its cache."""
+def notebook_times(cache: Path | None = None) -> list[tuple[str, float]]:
+    """Execution time of each notebook, as its run in the cache records it."""
     import json
 
+    from resnorm_site import paths
+
     times = []
-    for executed in sorted((ROOT / ".cache/notebooks").glob("*/*.ipynb")):
+    for executed in sorted(((cache or paths.cache_root()) / "notebooks").glob("*/*.ipynb")):
+        if not paths.RUN_DIR.match(executed.parent.name):
+            continue  # a stand-in page, not a run
         if executed.stem.endswith(".zh"):  # a Chinese page of the same run, not a run
             continue
         meta = json.loads(executed.read_text(encoding="utf-8"))["metadata"].get("resnorm", {})
@@ -309,7 +307,7 @@ def notebook_times() -> list[tuple[str, float]]:
 
 def runs_alone(stem: str) -> bool:
     """Whether the notebook docs/**/STEM.py runs alone (it times code), as the build reads it."""
-    from hooks.notebooks import runs_alone as header_says_so
+    from resnorm_site.notebooks.source import runs_alone as header_says_so
 
     (source,) = (ROOT / "docs").rglob(f"{stem}.py")
     return header_says_so(source)

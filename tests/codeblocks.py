@@ -5,7 +5,7 @@ A page's fenced blocks are read from its Markdown source. Their
 ``mkdocs.yml`` gives it, so the code that runs is the code the page shows.
 
 Markers (HTML comments on the line(s) just above a fence; the site shows a
-visible label for the first two, see ``hooks/codeblocks.py``):
+visible label for the first two, see ``hooks/codeblock_labels.py``):
 
 - ``<!--pytest-codeblocks:cont-->``: the block continues the executable block
   above it; both run, in order, in one interpreter.

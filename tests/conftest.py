@@ -33,6 +33,15 @@ def pytest_configure(config):
         )
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test that reads the built site belongs to the end-to-end tier (``-m build``),
+    whichever fixture brings the site in; the unit tier is ``-m "not build and not
+    browser and not reader"`` (the README's ``make test-unit``)."""
+    for item in items:
+        if "built_site" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.build)
+
+
 def pytest_report_header(config):
     return f"torch {torch.__version__}; devices under test: {', '.join(available_devices())}"
 
@@ -53,12 +62,18 @@ def one_thread():
     torch.set_num_threads(previous)
 
 
-def mkdocs_build(site_dir: Path, config_file: Path | None = None) -> subprocess.CompletedProcess:
-    """``mkdocs build --strict`` from the repository root, as the README runs it."""
+def mkdocs_build(
+    site_dir: Path, config_file: Path | None = None, cache: Path | None = None
+) -> subprocess.CompletedProcess:
+    """``mkdocs build --strict`` from the repository root, as the README runs it; with
+    ``cache``, the build keeps its notebook runs, diagrams and search entries there
+    (RESNORM_CACHE_DIR) instead of in the repository's .cache/."""
     cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)]
     if config_file is not None:
         cmd += ["--config-file", str(config_file)]
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    if cache is not None:
+        env["RESNORM_CACHE_DIR"] = str(cache)
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import html
 import json
-import logging
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
-from hooks.a11y import describe_diagrams, describe_plots
+import pytest
+
+from resnorm_site.a11y import describe_diagrams, describe_plots
 from tests.conftest import ROOT
 from tests.test_site import _build
 
@@ -153,24 +154,28 @@ SVG = (
 )
 
 
-def test_a_diagram_description_becomes_its_title(caplog):
-    out = describe_diagrams(SVG.format(alt="A &quot;to&quot; B &amp; C"), "page.md", "en")
+def test_a_diagram_description_becomes_its_title():
+    warnings: list[str] = []
+    out = describe_diagrams(
+        SVG.format(alt="A &quot;to&quot; B &amp; C"), "page.md", "Diagram", warnings.append
+    )
     assert out.startswith('<div class="rn-diagram" role="region" aria-label="Diagram"><svg ')
     assert out.endswith("</svg></div>"), "the box replaces the <p>, which cannot hold it"
     assert '<title id="rn-diagram-1-title">A "to" B &amp; C</title><defs />' in out
     assert 'role="img" aria-labelledby="rn-diagram-1-title"' in out
     for gone in (" alt=", " title=", "contentStyleType", "lengthAdjust"):
         assert gone not in out
-    assert not caplog.records
+    assert not warnings
 
 
-def test_a_diagram_without_description_is_a_warning(caplog):
-    with caplog.at_level(logging.WARNING, logger="mkdocs.hooks.a11y"):
-        describe_diagrams(SVG.format(alt="uml diagram"), "page.md", "en")
-    assert "page.md: PlantUML diagram 1 has no description" in caplog.text
+def test_a_diagram_without_description_is_a_warning():
+    warnings: list[str] = []
+    describe_diagrams(SVG.format(alt="uml diagram"), "page.md", "Diagram", warnings.append)
+    assert len(warnings) == 1
+    assert "page.md: PlantUML diagram 1 has no description" in warnings[0]
 
 
-def test_plot_descriptions_follow_their_cells(caplog):
+def test_plot_descriptions_follow_their_cells():
     img = f'<img alt="{PLACEHOLDER}" src="data:image/png;base64,AA">'
     page = (
         f'<div class="jp-Cell" id="cell-id=one">{img}</div>'
@@ -182,12 +187,14 @@ def test_plot_descriptions_follow_their_cells(caplog):
         "two": ("plot(c); plot(d)", ["c", "d"]),
         "three": ("plot(e)", []),
     }
-    with caplog.at_level(logging.WARNING, logger="mkdocs.hooks.a11y"):
-        out = describe_plots(page, cells, "nb.py")
+    warnings: list[str] = []
+    out = describe_plots(page, cells, "nb.py", warnings.append)
     assert re.findall(r'alt="([^"]*)"', out) == ["a &amp; b", "c", "d", PLACEHOLDER]
-    assert "nb.py: plot 1 of the cell that starts 'plot(e)' has no description" in caplog.text
+    assert len(warnings) == 1
+    assert "nb.py: plot 1 of the cell that starts 'plot(e)' has no description" in warnings[0]
 
 
+@pytest.mark.build
 def test_a_diagram_without_description_fails_the_build(tmp_path: Path):
     page = "# A diagram\n\n```plantuml\n@startuml\nA -> B\n@enduml\n```\n"
     proc = _build(tmp_path, {"index.md": page})
@@ -195,6 +202,7 @@ def test_a_diagram_without_description_fails_the_build(tmp_path: Path):
     assert "index.md: PlantUML diagram 1 has no description" in proc.stderr
 
 
+@pytest.mark.build
 def test_a_plot_without_description_fails_the_build(tmp_path: Path):
     notebook = (
         "# %% [markdown]\n# # A plot\n\n# %%\nimport matplotlib.pyplot as plt\n\n"

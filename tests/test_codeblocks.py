@@ -50,6 +50,7 @@ def chains(tmp_path_factory) -> dict[tuple[str, ...], codeblocks.Result]:
         return {key: future.result() for key, future in futures.items()}
 
 
+@pytest.mark.reader
 @pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
 def test_code_block(block: codeblocks.Block, tmp_path: Path, chains):
     if block.skip:

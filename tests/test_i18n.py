@@ -19,7 +19,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from hooks.notebooks import DISPLAY_ONLY
+from resnorm_site.notebooks.source import DISPLAY_ONLY
 from scripts.heading_ids import heading_ids
 from tests import codeblocks
 from tests.conftest import ROOT

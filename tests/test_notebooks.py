@@ -1,21 +1,23 @@
 """Notebook pages run where the reader runs them.
 
-The build inlines the snippet modules a notebook imports (hooks/notebooks.py) and
+The build inlines the snippet modules a notebook imports (resnorm_site.notebooks) and
 executes it in an empty directory. Here:
 
 - the inlining itself: imports become comments, each snippet becomes one tagged,
   collapsed cell, clashing names and imports that cannot be inlined are errors;
 - a notebook that reaches for the repository fails the build;
-- on the built site, every notebook page's code cells, as the page shows them, run in
-  order in a fresh interpreter in a scratch directory (the reader copying the cells)
-  and print what the page shows, except in notebooks whose outputs are measurements
-  of the machine;
+- on the built site, every notebook page's code cells, as the page shows them, are the
+  download's, which the build ran in a fresh kernel outside the repository; they are
+  plain Python (no IPython syntax or names); and one page's cells, run again in order in
+  a fresh interpreter in a scratch directory (the reader copying the cells), print what
+  the page shows;
 - every downloadable ``.ipynb`` is the build's own run of those cells: one fresh
   kernel, top to bottom, in an empty directory (what the reader downloading it runs).
 """
 
 from __future__ import annotations
 
+import ast
 import html
 import json
 import os
@@ -23,14 +25,13 @@ import re
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from hooks.notebooks import LABELS
+from resnorm_site.labels import LABELS
 from tests import codeblocks
 from tests.conftest import ROOT
 
@@ -64,7 +65,7 @@ DEMO = '# --8<-- [start:demo]\nif __name__ == "__main__":\n    print("demo")\n# 
 
 
 def test_imports_become_cells_ahead_of_the_first_code_cell(tmp_path: Path):
-    from hooks.notebooks import SNIPPET_TAG, inline_snippets
+    from resnorm_site.notebooks.inline import SNIPPET_TAG, inline_snippets
 
     root = _snippets(
         tmp_path,
@@ -103,7 +104,7 @@ def test_imports_become_cells_ahead_of_the_first_code_cell(tmp_path: Path):
 
 
 def test_a_remembered_notebook_is_read_again_when_its_file_changes(tmp_path: Path):
-    from hooks.notebooks import read_notebook
+    from resnorm_site.notebooks.source import read_notebook
 
     path = tmp_path / "nb.py"
     path.write_text("# %%\nprint(1)\n")
@@ -119,7 +120,7 @@ def test_a_remembered_notebook_is_read_again_when_its_file_changes(tmp_path: Pat
 
 
 def test_a_notebook_without_snippets_is_unchanged(tmp_path: Path):
-    from hooks.notebooks import inline_snippets
+    from resnorm_site.notebooks.inline import inline_snippets
 
     nb = _notebook(("code", "x = 1"))
     assert inline_snippets(nb, _snippets(tmp_path, {})) == []
@@ -139,7 +140,7 @@ def test_a_notebook_without_snippets_is_unchanged(tmp_path: Path):
     ],
 )
 def test_what_cannot_be_inlined_is_an_error(tmp_path: Path, cell: str, message: str):
-    from hooks.notebooks import inline_snippets
+    from resnorm_site.notebooks.inline import inline_snippets
 
     root = _snippets(
         tmp_path,
@@ -154,7 +155,7 @@ def test_what_cannot_be_inlined_is_an_error(tmp_path: Path, cell: str, message: 
 
 
 def test_snippet_cells_are_collapsed_on_the_page():
-    from hooks.notebooks import collapse_snippet_cells
+    from resnorm_site.notebooks.page_html import collapse_snippet_cells
 
     cell = (
         '<div class="jp-Cell jp-CodeCell jp-Notebook-cell celltag_snippet-source">'
@@ -163,7 +164,7 @@ def test_snippet_cells_are_collapsed_on_the_page():
     )
     other = '<div class="jp-Cell jp-CodeCell jp-Notebook-cell"><div><pre>x = 1</pre></div></div>'
     page = f"<main>{cell}{other}</main>"
-    out = collapse_snippet_cells(page)
+    out = collapse_snippet_cells(page, LABELS["en"]["imports"])
     assert out == (
         '<main><details class="info rn-snippet-cell"><summary>Code this notebook imports: '
         f"<code>snippets/alpha.py</code></summary>\n{cell}\n</details>{other}</main>"
@@ -174,7 +175,7 @@ def test_the_real_notebooks_inline_cleanly():
     """Every notebook of the site imports snippets that can share its namespace."""
     import jupytext
 
-    from hooks.notebooks import inline_snippets
+    from resnorm_site.notebooks.inline import inline_snippets
 
     notebooks = sorted((ROOT / "docs").glob("*/*.py"))
     notebooks = [p for p in notebooks if p.parent.name in {"notebooks", "experiments"}]
@@ -186,6 +187,7 @@ def test_the_real_notebooks_inline_cleanly():
 # --- The build keeps notebooks away from the repository -------------------------------
 
 
+@pytest.mark.build
 def test_a_notebook_reaching_for_the_repository_fails_the_build(tmp_path: Path):
     from tests.test_site import _build
 
@@ -285,32 +287,6 @@ def _downloads(site: Path) -> list[Path]:
     return sorted(site.rglob("*.ipynb"))
 
 
-@pytest.fixture(scope="session")
-def reader_runs(built_site: Path, tmp_path_factory) -> dict:
-    """Each notebook page's cells as a reader copies them, all pages at once (one per core).
-
-    A Chinese notebook page shows its English twin's code, cell for cell (the build and
-    tests/test_i18n.py check it): pages with the same code share one run."""
-    scratch = tmp_path_factory.mktemp("reader")
-    assert not scratch.is_relative_to(ROOT)
-    jobs, started = {}, {}
-
-    def build_seconds(ipynb: Path) -> float:
-        return nbformat.read(ipynb, as_version=4).metadata["resnorm"]["execution_seconds"]
-
-    # The longest first (by the build's run), so that no long run starts last.
-    downloads = sorted(_downloads(built_site), key=build_seconds, reverse=True)
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        for ipynb in downloads:
-            cells = page_cells(ipynb.parent / "index.html")
-            stem = ipynb.stem
-            if tuple(cells) not in started:
-                where = scratch / stem
-                started[tuple(cells)] = (pool.submit(_run_page_cells, stem, cells, where), where)
-            jobs[stem] = started[tuple(cells)]
-        return {stem: (job.result(), where) for stem, (job, where) in jobs.items()}
-
-
 NOTEBOOK_STEMS = sorted(
     p.stem for d in ("notebooks", "experiments") for p in (ROOT / "docs" / d).glob("*.py")
 )
@@ -336,14 +312,73 @@ def test_page_cells_are_the_downloaded_notebook(built_site: Path, stem: str):
         assert f"{label} <code>{snippet}</code>" in page
 
 
+def plain_python_problems(cells: list[str]) -> list[str]:
+    """What would stop a page's cells, copied into a plain Python file, from running as
+    they ran in Jupyter: IPython's syntax (magics, shell escapes, top-level await) and the
+    names only IPython defines (display, get_ipython). ruff's F821 finds the names."""
+    source = "\n\n".join(cells) + "\n"
+    try:
+        ast.parse(source, feature_version=(3, 10))
+    except SyntaxError as err:
+        return [f"line {err.lineno} of the cells: {err.msg}"]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--isolated",
+            "--select",
+            "F821",
+            "--output-format",
+            "concise",
+            "--stdin-filename",
+            "cells.py",
+            "-",
+        ],
+        input=source,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return [line for line in proc.stdout.splitlines() if "F821" in line]
+
+
 @pytest.mark.parametrize("stem", NOTEBOOK_STEMS)
-def test_page_cells_run_as_copied(reader_runs: dict, built_site: Path, stem: str):
-    result, _ = reader_runs[stem]
-    assert result.failed is None, f"{result.failed} failed:\n{result.stderr[-4000:]}"
-    if stem.split(".")[0] in VARYING_OUTPUTS:
-        reason = VARYING_OUTPUTS[stem.split(".")[0]]
-        pytest.skip(f"outputs not compared: {reason} (every cell ran)")
+def test_page_cells_are_plain_python(built_site: Path, stem: str):
+    """Every notebook page's cells ran once, in the build: in a fresh kernel, in an empty
+    directory outside the repository, with nothing of it on the path (the download is
+    that run; see below). What a kernel adds to plain Python is checked here without a
+    second run; test_a_notebook_runs_as_copied runs one page's cells for real."""
     (ipynb,) = [p for p in _downloads(built_site) if p.stem == stem]
+    cells = page_cells(ipynb.parent / "index.html")
+    assert cells, "the page shows its code"
+    assert plain_python_problems(cells) == []
+
+
+def test_plain_python_problems_are_found():
+    assert plain_python_problems(["x = 1", "print(x)"]) == []
+    assert plain_python_problems(["%timeit 1"])
+    assert plain_python_problems(["!pip install torch"])
+    assert plain_python_problems(["import asyncio", "await asyncio.sleep(0)"])
+    (problem,) = plain_python_problems(["x = 1", "display(x)"])
+    assert "display" in problem
+
+
+def test_a_notebook_runs_as_copied(built_site: Path, tmp_path: Path):
+    """The page's cells of the notebook whose build run is shortest, as a reader copies
+    them: run in order in one fresh `python -I` in a scratch directory outside the
+    repository. They print and display what the page shows."""
+    assert not tmp_path.is_relative_to(ROOT)
+
+    def seconds(ipynb: Path) -> float:
+        return nbformat.read(ipynb, as_version=4).metadata["resnorm"]["execution_seconds"]
+
+    downloads = [p for p in _downloads(built_site) if p.stem.split(".")[0] not in VARYING_OUTPUTS]
+    ipynb = min(downloads, key=seconds)
+    cells = page_cells(ipynb.parent / "index.html")
+    result = _run_page_cells(ipynb.stem, cells, tmp_path / "scratch")
+    assert result.failed is None, f"{result.failed} failed:\n{result.stderr[-4000:]}"
     code = [c for c in nbformat.read(ipynb, as_version=4).cells if c.cell_type == "code"]
     assert result.outputs == [stdout_of(c) for c in code], "a cell printed something else"
     shown = [
@@ -361,7 +396,7 @@ def test_page_cells_run_as_copied(reader_runs: dict, built_site: Path, stem: str
 def test_downloaded_notebook_is_one_clean_run_from_the_top(built_site: Path, stem: str):
     """The download is the notebook as the build executed it: every code cell, in order, in
     one fresh Jupyter kernel started in an empty directory outside the repository with no
-    PYTHONPATH (hooks/notebooks.py execute(); a notebook that reaches for the repository
+    PYTHONPATH (resnorm_site/notebooks/run.py; a notebook that reaches for the repository
     fails the build, see above), which is what ``jupyter nbconvert --execute`` does with
     the downloaded file on a reader's machine. Running it a second time here would repeat
     that run; the page's cells run again above, as a reader copies them."""
@@ -427,6 +462,7 @@ def _timed_build(tmp_path: Path, mode: str, jobs: int, monkeypatch) -> tuple[dic
     return runs, proc.stderr
 
 
+@pytest.mark.build
 def test_parallel_build_matches_serial_and_leaves_timing_notebooks_alone(tmp_path, monkeypatch):
     serial, _ = _timed_build(tmp_path, "serial", 1, monkeypatch)
     parallel, log = _timed_build(tmp_path, "parallel", 2, monkeypatch)
@@ -465,6 +501,7 @@ display({{"application/vnd.resnorm.results+json": results, "text/plain": "42"}},
 """
 
 
+@pytest.mark.build
 def test_serve_shows_pages_at_once_and_notebooks_when_they_are_ready(tmp_path: Path):
     import socket
     import urllib.request
@@ -509,8 +546,11 @@ def test_serve_shows_pages_at_once_and_notebooks_when_they_are_ready(tmp_path: P
             assert time.perf_counter() - start < 60, "no page within 60 s"
             time.sleep(0.1)
         notebook = get("notebooks/slow/")
-        # served before the notebook finished: its page and its number say so
+        # served before the notebook finished: its page and its number say so, the page
+        # rendered as a notebook page (not the stand-in notebook's JSON as text)
         assert "being measured" in home and "This notebook is being executed" in notebook
+        assert 'class="jupyter-wrapper"' in notebook and '"cell_type"' not in notebook
+        assert "<h1" in notebook and ">Slow<" in notebook, "the page keeps its title"
         assert "the slow notebook ran" not in notebook
         while "the slow notebook ran" not in (get("notebooks/slow/") or ""):
             assert proc.poll() is None, proc.stderr.read()
@@ -526,15 +566,28 @@ def test_serve_shows_pages_at_once_and_notebooks_when_they_are_ready(tmp_path: P
         proc.wait(timeout=30)
 
 
-def test_cache_key_follows_the_hook_code_that_shapes_a_run_only():
-    """Changing how the page's HTML is trimmed does not re-run every notebook."""
-    from hooks import notebooks
+def test_cache_key_follows_the_code_that_shapes_a_run_only(tmp_path: Path, monkeypatch):
+    """A run is kept under a key of what shapes its outputs: the modules that inline
+    snippets and execute, and the versions of the packages it runs with. How its page
+    is rendered, or a tool of the build or the tests, can change without a re-run."""
+    from resnorm_site.notebooks import cache
 
-    code = notebooks._execution_code().decode()
-    assert "def inline_snippets(" in code and "def execute(" in code
-    assert "def collapse_snippet_cells(" not in code and "def prune_css(" not in code
+    shaping = cache.shaping_code().decode()
+    assert "def inline_snippets(" in shaping and "def execute(" in shaping
+    assert "def collapse_snippet_cells(" not in shaping and "def prune_css(" not in shaping
+    versions = cache.runtime_versions()
+    for package in ("torch==", "numpy==", "matplotlib==", "nbclient==", "ipykernel=="):
+        assert package in versions
+    for tool in ("mkdocs", "ruff", "pytest", "playwright"):
+        assert tool not in versions
+    notebook = tmp_path / "nb.py"
+    notebook.write_text("# %%\nprint(1)\n")
+    key = cache.cache_key(notebook)
+    monkeypatch.setattr(cache, "runtime_versions", lambda: versions.replace("torch==", "torch==0"))
+    assert cache.cache_key(notebook) != key, "another torch is another run"
 
 
+@pytest.mark.build
 def test_a_quoted_number_is_literal_text(tmp_path: Path):
     """A published value with Markdown's special characters shows as it was published."""
     from tests.test_site import _build
@@ -552,20 +605,22 @@ def test_a_quoted_number_is_literal_text(tmp_path: Path):
     assert value in text
 
 
-def test_parallel_runs_start_with_the_longest(tmp_path: Path):
+def test_parallel_runs_start_with_the_longest(tmp_path: Path, monkeypatch):
     """Longest first: by an earlier run's time where one is cached, else by source size,
     with notebooks never run before ahead of the rest."""
-    from hooks.notebooks import CACHE, longest_first
+    from resnorm_site import paths
+    from resnorm_site.notebooks.schedule import longest_first
 
+    monkeypatch.setenv("RESNORM_CACHE_DIR", str(tmp_path / "cache"))
     sources = {}
     for name, size in (("short", 10), ("long", 5000), ("known_fast", 9000), ("known_slow", 1)):
         sources[name] = tmp_path / f"{name}.py"
         sources[name].write_text("#" * size)
-    for name, seconds in (("known_fast", 2.5), ("known_slow", 40.0)):
-        earlier = tmp_path / CACHE / f"old-{name}" / f"{name}.ipynb"
+    for key, name, seconds in (("a" * 20, "known_fast", 2.5), ("b" * 20, "known_slow", 40.0)):
+        earlier = paths.run_path(key, f"{name}.py")
         earlier.parent.mkdir(parents=True)
         nb = nbformat.v4.new_notebook(metadata={"resnorm": {"execution_seconds": seconds}})
         nbformat.write(nb, earlier)
-    pending = [(n, src, tmp_path / CACHE / "new" / f"{n}.ipynb") for n, src in sources.items()]
-    order = [name for name, _, _ in longest_first(pending, tmp_path)]
+    pending = [(n, src, paths.run_path("c" * 20, f"{n}.py")) for n, src in sources.items()]
+    order = [name for name, _, _ in longest_first(pending)]
     assert order == ["long", "short", "known_slow", "known_fast"]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT
 
@@ -41,7 +44,8 @@ def _site(root: Path, hooks: list[str]) -> None:
 
 def _build(root: Path) -> str:
     command = [sys.executable, "-m", "mkdocs", "build", "-q", "--strict"]
-    subprocess.run(command, cwd=root, check=True, capture_output=True)
+    env = dict(os.environ, RESNORM_CACHE_DIR=str(root / ".cache"))
+    subprocess.run(command, cwd=root, check=True, capture_output=True, env=env)
     return (root / "site/search/search_index.json").read_text(encoding="utf-8")
 
 
@@ -49,6 +53,7 @@ def _entries(root: Path) -> dict[str, int]:
     return {p.name: p.stat().st_mtime_ns for p in (root / ".cache/search").glob("*.json")}
 
 
+@pytest.mark.build
 def test_the_index_is_the_same_and_unchanged_pages_are_not_parsed_again(tmp_path: Path):
     plain, cached = tmp_path / "plain", tmp_path / "cached"
     plain.mkdir(), cached.mkdir()

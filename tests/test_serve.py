@@ -115,6 +115,7 @@ def _search_index(site: Path) -> list[tuple[str, str, str]]:
     return sorted((d["location"], d["title"], d["text"]) for d in docs)
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("dirty", [True, False], ids=["serve --dirty", "serve"])
 def test_rebuilds_keep_one_search_entry_per_section(tmp_path: Path, monkeypatch, dirty: bool):
     """mkdocs serve with both languages, --dirty or not: each rebuild's search index holds

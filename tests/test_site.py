@@ -200,9 +200,12 @@ def _config_with_docs(tmp_path: Path, pages: dict[str, str]) -> Path:
 
 
 def _build(tmp_path: Path, pages: dict[str, str]) -> subprocess.CompletedProcess:
-    return mkdocs_build(tmp_path / "site", _config_with_docs(tmp_path, pages))
+    """A build of ``pages`` with a cache of its own: it neither reads nor evicts the
+    real site's notebook runs."""
+    return mkdocs_build(tmp_path / "site", _config_with_docs(tmp_path, pages), tmp_path / "cache")
 
 
+@pytest.mark.build
 def test_a_good_minimal_build_passes(tmp_path: Path):
     """The harness of the failure tests builds a good page, so their failures mean something."""
     page = '# Fine\n\n```plantuml alt="A sends to B"\n@startuml\nA -> B\n@enduml\n```\n'
@@ -210,16 +213,19 @@ def test_a_good_minimal_build_passes(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.build
 def test_plantuml_syntax_error_fails_the_build(tmp_path: Path):
     diagram = "@startuml\nA -> \n this is not plantuml (\n@enduml\n"
     page = f'# Broken\n\n```plantuml alt="A broken diagram"\n{diagram}```\n'
     for attempt in range(2):  # the second build finds the broken picture in the diagram cache
         (tmp_path / str(attempt)).mkdir()
-        proc = _build(tmp_path / str(attempt), {"index.md": page})
+        config = _config_with_docs(tmp_path / str(attempt), {"index.md": page})
+        proc = mkdocs_build(tmp_path / str(attempt) / "site", config, tmp_path / "cache")
         assert proc.returncode != 0, f"build {attempt} passed"
         assert "PlantUML" in proc.stderr
 
 
+@pytest.mark.build
 def test_missing_snippet_fails_the_build(tmp_path: Path):
     page = '# Broken\n\n```python\n--8<-- "snippets/no_such_file.py"\n```\n'
     proc = _build(tmp_path, {"index.md": page})
@@ -227,6 +233,7 @@ def test_missing_snippet_fails_the_build(tmp_path: Path):
     assert "no_such_file.py" in proc.stderr
 
 
+@pytest.mark.build
 def test_failing_notebook_cell_fails_the_build(tmp_path: Path):
     notebook = "# %% [markdown]\n# # Broken\n\n# %%\nraise RuntimeError('this cell fails')\n"
     proc = _build(tmp_path, {"index.md": "# Home\n", "notebooks/broken_cell.py": notebook})
@@ -242,6 +249,7 @@ display({"application/vnd.resnorm.results+json": results, "text/plain": str(resu
 """
 
 
+@pytest.mark.build
 def test_measured_numbers_come_from_the_executed_notebook(tmp_path: Path):
     page = "# Home\n\nThe notebook computed [[measured:probe:answer]].\n"
     (tmp_path / "good").mkdir()
@@ -251,6 +259,7 @@ def test_measured_numbers_come_from_the_executed_notebook(tmp_path: Path):
     assert "The notebook computed 42.0." in html
 
 
+@pytest.mark.build
 def test_a_number_no_notebook_published_fails_the_build(tmp_path: Path):
     page = "# Home\n\nSee [[measured:probe:question]].\n"
     proc = _build(tmp_path, {"index.md": page, "notebooks/probe.py": PUBLISHING_NOTEBOOK})
@@ -262,10 +271,9 @@ def test_a_number_no_notebook_published_fails_the_build(tmp_path: Path):
 
 
 def test_notebook_cache_key_follows_the_code_it_runs(tmp_path: Path):
-    from hooks.notebooks import cache_key
+    from resnorm_site.notebooks.cache import cache_key
 
     (tmp_path / "snippets").mkdir()
-    (tmp_path / "requirements.txt").write_text("torch\n")
     (tmp_path / "snippets/used.py").write_text("A = 1\n")
     (tmp_path / "snippets/other.py").write_text("B = 1\n")
     notebook = tmp_path / "nb.py"
@@ -301,12 +309,12 @@ def test_notebook_cache_key_follows_the_code_it_runs(tmp_path: Path):
 
 def test_a_page_shows_the_current_prose_of_its_run(tmp_path: Path):
     """The executed notebook takes the source's Markdown and alt text as they are now;
-    a Chinese twin gets a copy with its own, and must run the same code."""
+    a Chinese twin gets a copy with its own prose and the English run's code, and may
+    carry nothing but prose and plot descriptions."""
     import jupytext
     import nbformat
-    from mkdocs.exceptions import PluginError
 
-    from hooks.notebooks import page_copy
+    from resnorm_site.notebooks.twin import page_copy
 
     en = tmp_path / "nb.py"
     en.write_text('# %% [markdown]\n# # Old\n\n# %% alt="old"\nprint(1)\n')
@@ -321,16 +329,23 @@ def test_a_page_shows_the_current_prose_of_its_run(tmp_path: Path):
     assert shown.cells[0].source == "# New" and shown.cells[1].metadata["alt"] == "new"
     assert shown.cells[1].outputs[0]["text"] == "1\n"  # the run is kept
     zh = tmp_path / "nb.zh.py"
-    zh.write_text('# %% [markdown]\n# # 新\n# 第一行，\n# 接着写。\n\n# %% alt="新图"\nprint(1)\n')
+    zh.write_text('# %% [markdown]\n# # 新\n# 第一行，\n# 接着写。\n\n# %% alt="新图"\n')
     copy = page_copy(executed, zh)
     assert copy.name == "nb.zh.ipynb"
     twin = nbformat.read(copy, as_version=4)
     # a wrapped Chinese sentence is joined: a line break there would show as a space
     assert twin.cells[0].source == "# 新\n第一行，接着写。"
+    assert twin.cells[1].source == "print(1)", "the code is the English notebook's"
     assert twin.cells[1].metadata["alt"] == "新图"
     assert twin.cells[1].outputs == shown.cells[1].outputs
     zh.write_text("# %% [markdown]\n# # 新\n\n# %%\nprint(2)\n")
-    with pytest.raises(PluginError, match="code cell differs"):
+    with pytest.raises(ValueError, match="code cell 2 is not empty"):
+        page_copy(executed, zh)
+    zh.write_text('# %% [markdown]\n# # 新\n\n# %% tags=["raises-exception"]\n')
+    with pytest.raises(ValueError, match="code cell 2 sets tags"):
+        page_copy(executed, zh)
+    zh.write_text("# %% [markdown]\n# # 新\n\n# %% [markdown]\n# 多了一段\n")
+    with pytest.raises(ValueError, match="cell for cell"):
         page_copy(executed, zh)
 
 
@@ -374,7 +389,7 @@ def test_mkdocs_serve_answers(built_site: Path):
 
 
 def test_notebook_css_keeps_only_rules_the_pages_can_use():
-    from hooks.notebooks import prune_css
+    from resnorm_site.notebooks.css import prune_css
 
     css = (
         ".a{x:1}.b .c{y:2}.zz{gone:1}/* a {comment} */"
@@ -390,7 +405,7 @@ def test_whether_a_stylesheet_keeps_anything_is_what_pruning_it_leaves():
     """keeps_anything() answers for a page without pruning the sheet (once per sheet)."""
     import itertools
 
-    from hooks.notebooks import keeps_anything, prune_css
+    from resnorm_site.notebooks.css import keeps_anything, prune_css
 
     sheets = [
         ".a{x:1}.b .c{y:2}.zz{gone:1}/* a {comment} */",
@@ -419,7 +434,7 @@ def test_notebook_plots_are_stored_as_palette_png():
     import nbformat
     from PIL import Image
 
-    from hooks.notebooks import shrink_plots
+    from resnorm_site.notebooks.run import shrink_plots
 
     image = Image.new("RGB", (400, 300), "white")
     for x in range(400):  # a plot-like picture: a few colours, antialiased edges

@@ -1,0 +1,79 @@
+"""A rendered notebook page, trimmed: no request to another host, the inlined snippet
+cells collapsed, and the heading anchors a translation gives its headings."""
+
+from __future__ import annotations
+
+import re
+
+from resnorm_site.htmltools import element_end
+from resnorm_site.notebooks.inline import SNIPPET_TAG
+
+# Scripts that mkdocs-jupyter adds and this site does not need (it typesets with its own
+# KaTeX): from CDNs (MathJax, Mermaid), nbconvert's MathJax configuration, and the
+# MathJax loader that mkdocs-jupyter 0.27 puts on every page, notebook or not.
+REMOTE_SCRIPT = re.compile(
+    r"<script[^>]*\bsrc=[\"']https?://[^\"']*[\"'][^>]*>\s*</script>"
+    r"|<script type=\"module\">(?:(?!</script>).)*?https?://(?:(?!</script>).)*?</script>",
+    re.DOTALL,
+)
+MATHJAX_CONFIG = re.compile(
+    r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL
+)
+MATHJAX_LOADER = re.compile(
+    r"<script data-mkdocs-jupyter-mathjax=\"[^\"]*\">.*?</script>\n?", re.DOTALL
+)
+
+
+def without_remote_scripts(html: str) -> str:
+    html = MATHJAX_LOADER.sub("", html)
+    html = MATHJAX_CONFIG.sub("", html)
+    return REMOTE_SCRIPT.sub("", html)
+
+
+# A translated notebook's heading carries its English twin's anchor, as Markdown pages do:
+# "## 设置 { #settings }". Notebook Markdown has no attribute syntax, so the page's
+# heading ids, table of contents and title are set from it here.
+HEADING = re.compile(
+    r'<h([1-6]) id="([^"]*)">(.*?)\s*\{\s*#([\w-]+)\s*\}(<a class="anchor-link" href="#)([^"]*)"'
+)
+ANCHOR_ATTR = re.compile(r"\s*\{\s*#[\w-]+\s*\}\s*$")
+
+
+def heading_ids(html: str) -> tuple[str, dict[str, str]]:
+    """The page with each ``{ #id }`` heading given that id; old id -> new id."""
+    ids: dict[str, str] = {}
+
+    def heading(match: re.Match) -> str:
+        level, old, text, new, link, _ = match.groups()
+        ids[old] = new
+        return f'<h{level} id="{new}">{text}{link}{new}"'
+
+    return HEADING.sub(heading, html), ids
+
+
+def without_anchor_attr(title: str) -> str:
+    return ANCHOR_ATTR.sub("", title)
+
+
+SNIPPET_CELL = re.compile(r'<div[^>]*class="jp-Cell [^"]*\bcelltag_' + SNIPPET_TAG + r'\b[^"]*"')
+
+
+def collapse_snippet_cells(html: str, summary: str) -> str:
+    """Wrap each inlined snippet cell of a notebook page in a closed <details> whose
+    summary reads ``summary`` and the snippet's file name."""
+    out, pos = [], 0
+    for match in SNIPPET_CELL.finditer(html):
+        if match.start() < pos:
+            continue  # nested in a cell already wrapped (cannot happen with nbconvert's markup)
+        end = element_end(html, match.start(), "div")
+        cell = html[match.start() : end]
+        name = re.search(r"snippets/(\w+)\.py", cell)
+        label = f"snippets/{name.group(1)}.py" if name else "snippet"
+        out.append(html[pos : match.start()])
+        out.append(
+            f'<details class="info rn-snippet-cell"><summary>{summary} '
+            f"<code>{label}</code></summary>\n{cell}\n</details>"
+        )
+        pos = end
+    out.append(html[pos:])
+    return "".join(out)
