@@ -1,4 +1,5 @@
-"""hooks/serve.py: a dirty rebuild renders again every page whose inputs changed."""
+"""mkdocs serve: a dirty rebuild renders again every page whose inputs changed
+(hooks/serve.py, resnorm_site/dirty.py), and rebuilds keep one search entry per section."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tests.conftest import ROOT
 
 
 def _hook():
+    """The adapter, loaded from its file as MkDocs loads a hook."""
     spec = importlib.util.spec_from_file_location("serve_hook", ROOT / "hooks/serve.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -38,13 +40,13 @@ def _site(root: Path) -> tuple[Files, Path]:
     return files, config
 
 
-def test_signatures_follow_what_each_page_depends_on(tmp_path: Path, monkeypatch):
-    hook = _hook()
+def test_signatures_follow_what_each_page_depends_on(tmp_path: Path):
+    from resnorm_site.dirty import signatures
+
     files, config = _site(tmp_path)
-    monkeypatch.setattr(File, "is_documentation_page", lambda self: True)
 
     def sign() -> dict[str, str]:
-        return hook.signatures(files, tmp_path, config)
+        return signatures(list(files), tmp_path, config)
 
     before = sign()
     assert sign() == before  # nothing changed, nothing to render again
@@ -93,6 +95,8 @@ def test_compiled_templates_follow_their_source(tmp_path: Path):
     """The in-memory bytecode cache shared by every build never serves an old template."""
     import jinja2
 
+    from resnorm_site.state import STATE
+
     hook = _hook()
     (tmp_path / "page.html").write_text("one {{ x }}")
 
@@ -103,7 +107,7 @@ def test_compiled_templates_follow_their_source(tmp_path: Path):
 
     assert render() == "one 1"
     assert render() == "one 1"  # from the cache
-    assert len(hook._templates.store) >= 1
+    assert len(STATE.process.templates.store) >= 1
     (tmp_path / "page.html").write_text("two {{ x }}")
     assert render() == "two 1"
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resnorm_site.paths import DEFAULT_LANGUAGE
+from resnorm_site.templates import CompiledTemplates
 
 
 @dataclass
@@ -31,6 +32,8 @@ class Process:
     search_used: set[str] = field(default_factory=set)  # search cache entries read or written
     shared_work: list[threading.Thread] = field(default_factory=list)  # e.g. PlantUML's batch
     widget: dict[str, str] = field(default_factory=dict)  # hash -> the widget's JSON
+    templates: CompiledTemplates = field(default_factory=CompiledTemplates)
+    signatures: dict[str, dict[str, str]] = field(default_factory=dict)  # language -> page -> hash
 
 
 @dataclass
