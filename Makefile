@@ -2,6 +2,9 @@
 #   make serve   set everything up, then serve the site on http://127.0.0.1:8000
 #   make test    set everything up, then run every test (code blocks, snippets,
 #                site build, links, browser, lint, workflows)
+#   make test-unit    the unit tier: snippets, build logic, parsers, static checks, lint
+#   make test-device  what depends on the device (CI's GPU job): snippets, code blocks,
+#                notebooks
 #   make build   build the static site into site/ (mkdocs build --strict)
 #   make bench   print the site's speed and size figures
 
@@ -11,7 +14,7 @@ BIN := $(VENV)/bin
 SERVE_ADDR ?= 127.0.0.1:8000
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup prereqs browser serve test build bench clean
+.PHONY: setup prereqs browser serve test test-unit test-device build bench clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -37,6 +40,12 @@ serve: setup
 
 test: setup browser
 	$(BIN)/python -m pytest
+
+test-unit: setup
+	$(BIN)/python -m pytest -m "not build and not browser and not reader"
+
+test-device: setup
+	$(BIN)/python -m pytest -m "not browser" tests/snippets tests/test_devices.py tests/test_codeblocks.py tests/test_notebooks.py
 
 build: setup
 	$(BIN)/mkdocs build --strict
