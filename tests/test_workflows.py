@@ -49,7 +49,31 @@ def test_gpu_job_requires_cuda_and_skips_forks():
     assert job["runs-on"] == ["self-hosted", "linux", "gpu"]
     assert job["env"]["REQUIRE_CUDA"] == "1"
     assert "head.repo.full_name == github.repository" in job["if"]
-    assert any(step.get("run") == "make test" for step in job["steps"])
+    assert any(step.get("run") == "make test-device" for step in job["steps"])
+
+
+def test_the_device_tier_is_what_depends_on_the_device():
+    """The GPU job runs the snippets, the pages' code blocks and the notebooks (their
+    build runs them), on CUDA too; the browser walk is the same on any device."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\ntest-device:", 1)[1].split("\n\n", 1)[0]
+    assert '-m "not browser"' in recipe
+    for path in ("tests/snippets", "tests/test_codeblocks.py", "tests/test_notebooks.py"):
+        assert path in recipe
+
+
+def test_jobs_reuse_the_content_keyed_cache():
+    jobs = _ci()["jobs"]
+    assert _ci()["env"]["RESNORM_CACHE_DIR"] == ".cache"
+    for name, prefix in (
+        ("test-cpu", "resnorm-cpu-"),
+        ("test-gpu", "resnorm-gpu-"),
+        ("build", "resnorm-cpu-"),
+    ):
+        (step,) = [s for s in jobs[name]["steps"] if s.get("uses", "").startswith("actions/cache")]
+        assert step["with"]["path"] == ".cache"
+        assert step["with"]["key"].startswith(prefix) and step["with"]["restore-keys"] == prefix
+        assert "hashFiles(" in step["with"]["key"]
 
 
 def test_build_needs_tests_and_deploy_only_from_main():
