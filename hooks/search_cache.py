@@ -31,7 +31,7 @@ def on_serve(server, config, builder):
 
 @event_priority(10)  # before Material's search plugin indexes the page
 def on_page_context(context, page, config, nav):
-    search = config.plugins.get("material/search") or config.plugins.get("search")
+    search = config.plugins.get("material/search")
     # each language's build has its own index; wrap whichever this one is
     if search is not None and search.config.enabled and hasattr(search, "search_index"):
         search_entries.remember(

@@ -1,4 +1,5 @@
-"""hooks/search_cache.py: a page's search entries are parsed once and read back after."""
+"""hooks/search_cache.py: a page's search entries are parsed once and read back after;
+hooks/i18n.py: each language's pages in a search index of its own."""
 
 from __future__ import annotations
 
@@ -57,9 +58,18 @@ def _entries(root: Path) -> dict[str, int]:
 def test_the_index_is_the_same_and_unchanged_pages_are_not_parsed_again(tmp_path: Path):
     plain, cached = tmp_path / "plain", tmp_path / "cached"
     plain.mkdir(), cached.mkdir()
-    _site(plain, ["i18n.py"])
-    _site(cached, ["i18n.py", "search_cache.py"])
+    _site(plain, ["build_state.py", "i18n.py"])
+    _site(cached, ["build_state.py", "i18n.py", "search_cache.py"])
     reference = _build(plain)
+    # each language has an index of its own, located from its home (hooks/i18n.py)
+    english = [d["location"] for d in json.loads(reference)["docs"]]
+    chinese = json.loads((plain / "site/zh/search/search_index.json").read_text("utf-8"))["docs"]
+    assert sorted({loc.split("#")[0] for loc in english}) == ["", "a/"]
+    assert sorted({d["location"].split("#")[0] for d in chinese}) == ["", "a/"]
+    assert any("层归一化" in d["text"].replace("\u200b", "") for d in chinese)
+    assert not any(
+        "层归一化" in d["text"].replace("\u200b", "") for d in json.loads(reference)["docs"]
+    )
 
     assert _build(cached) == reference  # parsed, and remembered
     first = _entries(cached)

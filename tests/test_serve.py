@@ -113,10 +113,14 @@ def test_compiled_templates_follow_their_source(tmp_path: Path):
 
 
 def _search_index(site: Path) -> list[tuple[str, str, str]]:
+    """Both languages' search entries, each located from the site's root."""
     import json
 
-    docs = json.loads((site / "search/search_index.json").read_text(encoding="utf-8"))["docs"]
-    return sorted((d["location"], d["title"], d["text"]) for d in docs)
+    entries = []
+    for root in ("", "zh/"):  # each language has an index of its own
+        index = json.loads((site / root / "search/search_index.json").read_text(encoding="utf-8"))
+        entries += [(root + d["location"], d["title"], d["text"]) for d in index["docs"]]
+    return sorted(entries)
 
 
 @pytest.mark.build
@@ -131,7 +135,7 @@ def test_rebuilds_keep_one_search_entry_per_section(tmp_path: Path, monkeypatch,
     from tests.test_search_cache import PAGES
     from tests.test_search_cache import _site as two_language_site
 
-    two_language_site(tmp_path, ["i18n.py"])
+    two_language_site(tmp_path, ["build_state.py", "i18n.py"])
     docs = tmp_path / "docs"
     monkeypatch.chdir(tmp_path)
 

@@ -34,6 +34,21 @@ class Process:
     widget: dict[str, str] = field(default_factory=dict)  # hash -> the widget's JSON
     templates: CompiledTemplates = field(default_factory=CompiledTemplates)
     signatures: dict[str, dict[str, str]] = field(default_factory=dict)  # language -> page -> hash
+    search_pages: dict[str, list[dict]] = field(default_factory=dict)  # URL -> latest entries
+    restore: dict = field(
+        default_factory=dict
+    )  # (id, attribute) -> (object, value) put back at the end
+
+
+class UsedByAnyLanguage(set):
+    """mkdocs-jupyter's rendered pages that some language of this site build used; to its
+    own end-of-build eviction, which runs once per language, every entry counts as used."""
+
+    def __contains__(self, item) -> bool:
+        return True
+
+    def paths(self) -> set:
+        return set(set.__iter__(self))
 
 
 @dataclass
@@ -42,6 +57,7 @@ class Site:
     results: dict[str, dict] = field(default_factory=dict)  # notebook stem -> published numbers
     stylesheets: dict[str, str] = field(default_factory=dict)  # digest -> Jupyter CSS
     classes: set[str] = field(default_factory=set)  # class names used on notebook pages
+    rendered: UsedByAnyLanguage = field(default_factory=UsedByAnyLanguage)  # mkdocs-jupyter's
 
 
 @dataclass

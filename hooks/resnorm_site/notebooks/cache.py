@@ -68,3 +68,12 @@ def evict_older_runs(runs: dict[str, Path]) -> None:
         for stale in paths.earlier_runs(name):
             if stale.parent != current:
                 shutil.rmtree(stale.parent, ignore_errors=True)
+
+
+def evict_rendered(folder: Path, used: set) -> None:
+    """mkdocs-jupyter's rendered pages (its own cache) that no language of this site
+    build used."""
+    used = {Path(p) for p in used}
+    for entry in folder.glob("*.json"):
+        if entry not in used:
+            entry.unlink()
