@@ -317,8 +317,9 @@ def plain_python_problems(cells: list[str]) -> list[str]:
     they ran in Jupyter: IPython's syntax (magics, shell escapes, top-level await) and the
     names only IPython defines (display, get_ipython). ruff's F821 finds the names."""
     source = "\n\n".join(cells) + "\n"
-    try:
+    try:  # compile, not only parse: a top-level await parses, and fails to compile
         ast.parse(source, feature_version=(3, 10))
+        compile(source, "cells.py", "exec", dont_inherit=True)
     except SyntaxError as err:
         return [f"line {err.lineno} of the cells: {err.msg}"]
     proc = subprocess.run(
