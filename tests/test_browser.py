@@ -11,101 +11,17 @@ and a few pages whole.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
-import shutil
-import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
+from tests.browser import Visit, is_foreign
 from tests.conftest import ARTIFACTS, ROOT
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-LOCAL_HOSTS = {"127.0.0.1", "localhost"}
-
-
-@pytest.fixture(scope="module")
-def server(built_site: Path):
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    handler = functools.partial(Quiet, directory=str(built_site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(
-            "Debian's chromium is needed for the browser tests: apt-get install chromium "
-            "(the README's test command installs it)",
-            pytrace=False,
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
-        yield browser
-        browser.close()
-
-
-class Visit:
-    """One page load, with every console error and every request recorded."""
-
-    def __init__(self, browser, url: str, color_scheme: str = "light"):
-        self.errors: list[str] = []
-        self.foreign: list[str] = []
-        self.context = browser.new_context(
-            color_scheme=color_scheme, viewport={"width": 1280, "height": 900}
-        )
-        self.page = self.context.new_page()
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.route("**/*", self._route)
-        response = self.page.goto(url, wait_until="networkidle")
-        assert response is not None and response.ok, f"{url}: {response and response.status}"
-
-    def _route(self, route):
-        url = route.request.url
-        parts = urlsplit(url)
-        if parts.scheme in {"data", "blob"} or parts.hostname in LOCAL_HOSTS:
-            route.continue_()
-        else:
-            self.foreign.append(url)
-            route.abort()
-
-    def check_clean(self):
-        assert not self.errors, f"console errors: {self.errors}"
-        assert not self.foreign, f"requests to other hosts: {self.foreign}"
-
-    def screenshot(self, name: str):
-        ARTIFACTS.mkdir(exist_ok=True)
-        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
-    def close(self):
-        self.context.close()
 
 
 PAGES = {
@@ -299,8 +215,7 @@ class _Slot:
         self.stage = "idle"
 
     def _request(self, request) -> None:
-        parts = urlsplit(request.url)
-        if parts.scheme not in {"data", "blob"} and parts.hostname not in LOCAL_HOSTS:
+        if is_foreign(request.url):
             self.report.foreign.append(request.url)
 
     def load(self, base: str, url: str) -> None:
