@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
+import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -85,3 +89,51 @@ def built_site(tmp_path_factory) -> Path:
     if proc.returncode != 0:
         pytest.fail(f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}", pytrace=False)
     return site
+
+
+# --- The built site in a browser ----------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def server(built_site: Path):
+    """The built site over HTTP on a free local port; its base address."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(built_site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless Chromium, driven by Playwright."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(
+            "Debian's chromium is needed for the browser tests: apt-get install chromium "
+            "(the README's test command installs it)",
+            pytrace=False,
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield browser
+        browser.close()

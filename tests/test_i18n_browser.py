@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from tests.test_browser import Visit, browser, server  # noqa: F401 (fixtures)
+from tests.browser import Visit
 
 pytestmark = pytest.mark.browser
 
@@ -31,7 +31,7 @@ def switch_to(visit: Visit, lang: str) -> str:
 @pytest.mark.parametrize(
     "path", ["/placement/post-ln/", "/experiments/warmup/", "/reference/glossary/", "/"]
 )
-def test_language_switch_lands_on_the_twin_page(browser, server, path):  # noqa: F811
+def test_language_switch_lands_on_the_twin_page(browser, server, path):
     visit = Visit(browser, server + path)
     try:
         assert switch_to(visit, "zh") == server + "/zh" + path
@@ -43,7 +43,7 @@ def test_language_switch_lands_on_the_twin_page(browser, server, path):  # noqa:
         visit.close()
 
 
-def test_language_switch_follows_instant_navigation(browser, server):  # noqa: F811
+def test_language_switch_follows_instant_navigation(browser, server):
     """Material swaps pages without re-rendering the header: the switch still leads to
     the twin of the page now shown, not of the first one."""
     visit = Visit(browser, server + "/zh/placement/post-ln/")
@@ -66,7 +66,7 @@ def test_language_switch_follows_instant_navigation(browser, server):  # noqa: F
         ("梯度", "/zh/experiments/gradients_at_init/"),
     ],
 )
-def test_chinese_search_finds_chinese_pages(browser, server, query, page):  # noqa: F811
+def test_chinese_search_finds_chinese_pages(browser, server, query, page):
     """The build splits Chinese into words (jieba), so a word finds the pages using it."""
     visit = Visit(browser, f"{server}/zh/?q={query}")
     try:
@@ -79,7 +79,7 @@ def test_chinese_search_finds_chinese_pages(browser, server, query, page):  # no
         visit.close()
 
 
-def test_interface_and_labels_are_chinese(browser, server):  # noqa: F811
+def test_interface_and_labels_are_chinese(browser, server):
     visit = Visit(browser, server + "/zh/foundations/layer-norm/")
     try:
         page = visit.page
@@ -101,7 +101,7 @@ def test_interface_and_labels_are_chinese(browser, server):  # noqa: F811
         visit.close()
 
 
-def test_chinese_text_is_drawn_with_a_chinese_font(browser, server):  # noqa: F811
+def test_chinese_text_is_drawn_with_a_chinese_font(browser, server):
     """Ask Chromium which installed font drew the first paragraph: one that covers Chinese
     (fontconfig's list for :lang=zh), not a fallback that shows empty boxes."""
     chinese_families = subprocess.run(

@@ -33,8 +33,8 @@ from snippets.vector_through_block import (
     stream_stds,
     widget_weights,
 )
+from tests.browser import Visit
 from tests.conftest import ARTIFACTS, ROOT
-from tests.test_browser import Visit, browser, server  # noqa: F401 (shared fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -266,7 +266,7 @@ def weights(built_site: Path) -> dict:
 
 
 @pytest.fixture
-def visit(browser, server):  # noqa: F811 (the shared fixtures)
+def visit(browser, server):
     v = Visit(browser, server + URL)
     yield v
     v.close()
@@ -474,7 +474,7 @@ def _contrast(page, selector: str) -> float:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_readable_in_light_and_dark_mode(browser, server, scheme):  # noqa: F811
+def test_readable_in_light_and_dark_mode(browser, server, scheme):
     visit = Visit(browser, server + URL, color_scheme=scheme)
     try:
         widget = Widget(visit)
@@ -521,7 +521,7 @@ def test_fits_a_375px_screen(visit, weights):
     visit.screenshot("widget-375px")
 
 
-def test_mounts_after_instant_navigation(browser, server, weights):  # noqa: F811
+def test_mounts_after_instant_navigation(browser, server, weights):
     """Material swaps pages without a reload; the widget mounts on the new page all the same."""
     visit = Visit(browser, server + "/experiments/vector_through_block/")
     try:
@@ -541,7 +541,7 @@ def test_mounts_after_instant_navigation(browser, server, weights):  # noqa: F81
         visit.close()
 
 
-def test_page_transfer_stays_within_budget(browser, server, built_site):  # noqa: F811
+def test_page_transfer_stays_within_budget(browser, server, built_site):
     """Everything Chromium loads for the page but the search index, gzip-compressed as a
     server would send it (as scripts/bench_site.py measures every page)."""
     loaded: set[str] = set()
@@ -677,7 +677,7 @@ def test_a_page_gives_the_widget_its_words(visit):
     zh.screenshot(path=str(ARTIFACTS / "widget-zh-strings.png"))
 
 
-def test_the_chinese_page_shows_the_widget_in_chinese(browser, server, built_site):  # noqa: F811
+def test_the_chinese_page_shows_the_widget_in_chinese(browser, server, built_site):
     if not (built_site / ZH_URL.lstrip("/") / "index.html").is_file():
         pytest.skip(f"the build has no Chinese edition yet (no {ZH_URL}index.html)")
     zh, en = Visit(browser, server + ZH_URL), Visit(browser, server + URL)
