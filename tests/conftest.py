@@ -93,7 +93,7 @@ def built_site(tmp_path_factory) -> Path:
 
 # --- The built site in a browser ----------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="module")

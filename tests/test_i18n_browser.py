@@ -3,7 +3,8 @@
 Every page, Chinese ones included, is loaded by ``test_browser.py``'s
 ``test_every_page_renders_clean`` (no console error, no foreign request, math
 typeset, diagrams inline). Here: the language switch lands on the twin page,
-Chinese search finds the Chinese pages, the interface and the project's own
+Chinese search finds the Chinese pages and each language searches its own pages only,
+the interface and the project's own
 labels are Chinese on ``/zh/``, and Chinese text is drawn with a font that has
 Chinese glyphs.
 """
@@ -75,6 +76,37 @@ def test_chinese_search_finds_chinese_pages(browser, server, query, page):
         hrefs = [h.split("?")[0] for h in links.evaluate_all("a => a.map(x => x.href)")]
         assert hrefs and all(h.startswith(server + "/zh/") for h in hrefs[:5]), hrefs[:5]
         assert any(h.startswith(server + page) for h in hrefs), (page, hrefs[:10])
+    finally:
+        visit.close()
+
+
+def search_results(visit: Visit, query: str) -> list[str]:
+    """Type ``query`` into the header's search box; the addresses of the results."""
+    box = visit.page.locator("input.md-search__input")
+    box.click()
+    box.press_sequentially(query)
+    box.press("End")  # Material reads the box on keyup, and Chinese goes in with no key
+    links = visit.page.locator(".md-search-result__link")
+    links.first.wait_for(timeout=15000)
+    return [h.split("?")[0] for h in links.evaluate_all("a => a.map(x => x.href)")]
+
+
+@pytest.mark.parametrize("query", ["LayerNorm", "残差"])
+@pytest.mark.parametrize("home", ["/", "/zh/"])
+def test_each_language_searches_only_its_own_pages(browser, server, home, query):
+    """Each language has a search index of its own (hooks/i18n.py): a word both editions
+    use finds only English pages from an English page, only Chinese ones from a Chinese one."""
+    visit = Visit(browser, server + home + "foundations/layer-norm/")
+    try:
+        fetched = visit.page.evaluate(
+            "performance.getEntriesByType('resource').map(e => e.name)"
+            ".filter(name => name.includes('search_index'))"
+        )
+        assert fetched == [server + home + "search/search_index.json"], fetched
+        hrefs = search_results(visit, query)
+        chinese = [h for h in hrefs if h.startswith(server + "/zh/")]
+        assert hrefs and chinese == (hrefs if home == "/zh/" else []), hrefs
+        visit.check_clean()
     finally:
         visit.close()
 
