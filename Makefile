@@ -24,7 +24,8 @@ prereqs:
 $(VENV)/.installed: requirements.txt
 	@PYTHON=$(PYTHON) scripts/check_prereqs.sh
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	# --no-compile: Python compiles what it imports when first imported, not all of torch now
+	$(BIN)/python -m pip install --quiet --no-compile --disable-pip-version-check -r requirements.txt
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json
