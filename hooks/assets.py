@@ -7,18 +7,16 @@ generated files under ``assets/katex/``, so ``mkdocs build`` writes them and
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
-ROOT = Path(__file__).resolve().parent.parent  # the repository
-KATEX_DIST = Path("node_modules/katex/dist")
+from resnorm_site.paths import KATEX_DIST
+
 KATEX_FILES = ["katex.min.js", "katex.min.css", "contrib/auto-render.min.js"]
 
 
 def on_files(files: Files, config) -> Files:
-    dist = ROOT / KATEX_DIST
+    dist = KATEX_DIST
     if not (dist / "katex.min.js").is_file():
         raise PluginError(f"KaTeX not found at {dist}: run `npm ci` (or `make setup`) first.")
     wanted = [dist / name for name in KATEX_FILES] + sorted((dist / "fonts").glob("*.woff2"))

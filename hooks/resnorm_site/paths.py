@@ -13,6 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 SNIPPETS = ROOT / "snippets"
+KATEX_DIST = ROOT / "node_modules/katex/dist"  # npm's pinned KaTeX, served from the site
 
 # The notebook sources, relative to docs/: jupytext percent-format .py files.
 NOTEBOOK_GLOBS = ("notebooks/*.py", "experiments/*.py")
