@@ -35,10 +35,16 @@ scroll-regions.js puts back), is measured on every page in every mode instead, a
 scrollable-region-focusable rule asks. Pages open as a reader's first visit: at 1280 px with
 a light system setting, on the phone with a dark one (Material follows it); the other scheme
 is Material's palette toggle on the same page, so no page loads twice.
+
+axe's verdict on a page in a mode is kept in the cache under a hash of all it depends on
+(the page, the site's stylesheets and scripts, axe, the browser and this code: AxeVerdicts):
+a run after an edit checks the pages that changed, and every page still loads and is
+measured in every mode.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -287,6 +293,63 @@ NOTEBOOK_CODE_THAT_SCROLLS = """() => {
 }"""
 
 
+def site_fingerprint(site: Path, browser_version: str) -> bytes:
+    """Everything axe's verdict on a page depends on besides the page's own HTML: the
+    site's stylesheets, scripts, fonts and data the page loads, axe, the browser, and this
+    walk's code. A verdict kept under it and the page (``AxeVerdicts``) cannot stand for a
+    page that would render differently."""
+    h = hashlib.sha256()
+    for part in (browser_version.encode(), AXE.read_bytes(), Path(__file__).read_bytes()):
+        h.update(part + b"\0")
+    h.update((ROOT / "tests/browser.py").read_bytes())
+    for path in sorted(site.rglob("*")):
+        rel = path.relative_to(site).as_posix()
+        skip = path.suffix in {".html", ".ipynb", ".xml", ".gz"} or "search_index" in rel
+        if path.is_file() and not skip:  # the search index loads on use, not with the page
+            h.update(rel.encode() + b"\0" + path.read_bytes())
+    return h.digest()
+
+
+class AxeVerdicts:
+    """axe's result for a page in a mode with a set of rules, kept between test runs in
+    the cache (resnorm_site.paths, ``axe/``) under a hash of everything it depends on: the
+    page's HTML, ``site_fingerprint``, the mode and the rules. A warm run checks each page
+    that changed; a verdict with violations is kept too, so it fails again."""
+
+    def __init__(self, site: Path, fingerprint: bytes):
+        from resnorm_site import paths
+
+        self.site, self.fingerprint = site, fingerprint
+        self.folder = paths.cache_root() / "axe"
+        self.read: set[str] = set()
+
+    def path(self, url: str, mode: str, rules: str) -> Path:
+        page = self.site / url.strip("/") / "index.html"
+        h = hashlib.sha256(self.fingerprint + page.read_bytes())
+        h.update(f"\0{mode}\0{rules}".encode())
+        return self.folder / f"{h.hexdigest()[:32]}.json"
+
+    def get(self, url: str, mode: str, rules: str) -> dict | None:
+        path = self.path(url, mode, rules)
+        try:
+            verdict = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        self.read.add(path.name)
+        return dict(verdict, seconds=0.0, kept=True)
+
+    def put(self, url: str, mode: str, rules: str, verdict: dict) -> None:
+        path = self.path(url, mode, rules)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(verdict), encoding="utf-8")
+        self.read.add(path.name)
+
+    def forget_unused(self) -> None:
+        for path in self.folder.glob("*.json"):
+            if path.name not in self.read:
+                path.unlink(missing_ok=True)
+
+
 def required_rules(width: str, scheme: str, url: str) -> str | None:
     """The axe rules the module docstring's rule always runs on a page in a mode."""
     if width == "desktop":
@@ -333,8 +396,8 @@ class PageReport:
 class _Slot:
     """One browser context at work on one page at a time, in one scheme, then the other."""
 
-    def __init__(self, browser, width: str, rulebook: RuleBook):
-        self.width, self.rulebook = width, rulebook
+    def __init__(self, browser, width: str, rulebook: RuleBook, verdicts: AxeVerdicts):
+        self.width, self.rulebook, self.verdicts = width, rulebook, verdicts
         # A context of its own: a renderer process of its own, so slots run in parallel.
         self.context = browser.new_context(**WIDTHS[width])
         self.context.add_init_script(FIRST_VISIT)
@@ -369,13 +432,16 @@ class _Slot:
         r.colours = self.page.evaluate(COLOURS)
         r.rules = self.rulebook.choose(self.width, self.scheme, self.url, r.colours)
         if r.rules is not None:
-            self.page.evaluate(START_AXE, RULES[r.rules])  # runs while the other slots work
+            r.axe = self.verdicts.get(self.url, r.mode, r.rules) or {}
+            if not r.axe:  # runs while the other slots work
+                self.page.evaluate(START_AXE, RULES[r.rules])
 
     def step(self) -> PageReport:
         """Waits for axe, measures; then switches to the other scheme, or is done."""
         r = self.report
-        if r.rules is not None:
+        if r.rules is not None and not r.axe:
             r.axe = self.page.evaluate("() => window.__rnAxe")
+            self.verdicts.put(self.url, r.mode, r.rules, r.axe)
         r.measured = self.page.evaluate(MEASURE)
         if r.measured["scheme"] != MATERIAL[self.scheme]:
             r.errors.append(f"the page is in {r.measured['scheme']!r}, not {self.scheme} mode")
@@ -413,11 +479,11 @@ class _Slot:
         self.page.screenshot(path=str(ARTIFACTS / f"all-{name}.jpg"), quality=80)
 
 
-def _walk_width(browser, base, urls, width, workers, rulebook) -> dict[str, list[PageReport]]:
+def _walk_width(browser, base, urls, width, workers, rulebook, verdicts) -> dict[str, list]:
     """Every page at one width, in both schemes: {mode: [PageReport, ...]}."""
     ARTIFACTS.mkdir(exist_ok=True)
     queue = list(urls)
-    slots = [_Slot(browser, width, rulebook) for _ in range(min(workers, len(urls)))]
+    slots = [_Slot(browser, width, rulebook, verdicts) for _ in range(min(workers, len(urls)))]
     reports: dict[str, list[PageReport]] = {f"{width}-light": [], f"{width}-dark": []}
     try:
         for slot in slots:
@@ -445,12 +511,13 @@ def walk(browser, server, built_site) -> dict[str, list[PageReport]]:
     assert set(PHONE_SAMPLE) <= set(pages), set(PHONE_SAMPLE) - set(pages)
     workers = min(4, os.cpu_count() or 1)
     rulebook = RuleBook()
+    verdicts = AxeVerdicts(built_site, site_fingerprint(built_site, browser.version))
     started, result, timings = time.perf_counter(), {}, {}
     for width in WIDTHS:
         # the sample first on a phone: its colours are then checked before the other pages'
         urls = sorted(pages, key=lambda u: width == "phone" and u not in PHONE_SAMPLE)
         t = time.perf_counter()
-        result.update(_walk_width(browser, server, urls, width, workers, rulebook))
+        result.update(_walk_width(browser, server, urls, width, workers, rulebook, verdicts))
         timings[width] = round(time.perf_counter() - t, 1)
     ARTIFACTS.mkdir(exist_ok=True)
     summary = {
@@ -461,6 +528,9 @@ def walk(browser, server, built_site) -> dict[str, list[PageReport]]:
         "axe_s_per_mode": {
             mode: round(sum(r.axe.get("seconds", 0) for r in reports), 1)
             for mode, reports in result.items()
+        },
+        "axe_kept_from_an_earlier_run": {
+            mode: sum(bool(r.axe.get("kept")) for r in reports) for mode, reports in result.items()
         },
         "violations": {
             mode: sum(len(v["nodes"]) for r in reports for v in r.axe.get("violations", []))
@@ -475,6 +545,7 @@ def walk(browser, server, built_site) -> dict[str, list[PageReport]]:
         },
     }
     (ARTIFACTS / "accessibility.json").write_text(json.dumps(summary, indent=2) + "\n")
+    verdicts.forget_unused()
     return result
 
 
