@@ -24,8 +24,7 @@ prereqs:
 $(VENV)/.installed: requirements.txt
 	@PYTHON=$(PYTHON) scripts/check_prereqs.sh
 	$(PYTHON) -m venv $(VENV)
-	# --no-compile: Python compiles what it imports when first imported, not all of torch now
-	$(BIN)/python -m pip install --quiet --no-compile --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json
