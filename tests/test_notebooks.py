@@ -424,13 +424,12 @@ TIMED_NOTEBOOK = """{header}# %% [markdown]
 # %%
 # run: {mode}
 import json
+import random
 import time
 
-import torch
-
 START = time.time()
-torch.manual_seed({seed})
-print(torch.randn(3).tolist())
+rng = random.Random({seed})
+print([rng.random() for _ in range(3)])
 
 # %%
 time.sleep(1.0)

@@ -359,11 +359,13 @@ def _free_port() -> int:
 
 
 def test_mkdocs_serve_answers(built_site: Path):
-    """The README's serve command works (on another port, so a running server is untouched)."""
+    """The README's serve command works: ``make serve``'s ``mkdocs serve --dirty``, on
+    another port, so a running server is untouched."""
     port = _free_port()
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    command = ["serve", "--dirty", "--no-livereload", "-a", f"127.0.0.1:{port}"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mkdocs", "serve", "--no-livereload", "-a", f"127.0.0.1:{port}"],
+        [sys.executable, "-m", "mkdocs", *command],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
