@@ -55,7 +55,13 @@ def test_the_plantuml_batch_fills_the_cache_the_plugin_reads(tmp_path: Path, mon
     import markdown
     import plantuml_markdown.plantuml_markdown as upstream
 
-    options = dict(load_mkdocs_yml()["markdown_extensions"][-1]["plantuml_markdown"])
+    extensions = load_mkdocs_yml()["markdown_extensions"]
+    (options,) = [
+        e["plantuml_markdown"]
+        for e in extensions
+        if isinstance(e, dict) and "plantuml_markdown" in e
+    ]
+    options = dict(options)
     options["cachedir"] = str(tmp_path / "plantuml")
     if shutil.which("java") is None:
         pytest.fail("Java is a prerequisite (README): it renders the diagrams")
