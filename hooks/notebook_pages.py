@@ -26,7 +26,12 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     running = stems if STATE.process.serving else set()
     try:
         return measured.quote_numbers(
-            markdown, STATE.site.results, running, label(lang, "measuring"), page.file.src_uri
+            markdown,
+            STATE.site.results,
+            running,
+            label(lang, "measuring"),
+            page.file.src_uri,
+            lang,
         )
     except measured.MissingNumber as err:
         raise PluginError(str(err)) from None

@@ -213,8 +213,9 @@ def describe(verdict: str, a: str, b: str) -> str:
 
 
 # --8<-- [start:machine]
-def machine(cpuinfo="/proc/cpuinfo") -> str:
-    """Where the timings ran: CPU model, logical CPUs, torch threads and version, CUDA GPU.
+def machine_parts(cpuinfo="/proc/cpuinfo") -> dict:
+    """Where the timings ran: CPU model, logical CPUs, torch threads and version, CUDA GPU
+    (None without one).
 
     The CPU model comes from the "model name" line of Linux's /proc/cpuinfo; elsewhere (or
     where the line is missing) from platform.processor(), then platform.machine().
@@ -231,19 +232,27 @@ def machine(cpuinfo="/proc/cpuinfo") -> str:
                     break
     except OSError:  # no such file: not Linux
         pass
-    cpu = cpu or platform.processor() or platform.machine() or "unknown CPU"
-    cores = os.cpu_count()
-    parts = [
-        f"CPU {cpu}",
-        f"{cores} logical CPUs" if cores else "logical CPU count unknown",
-        f"{torch.get_num_threads()} torch threads",
-        f"torch {torch.__version__}",
-    ]
-    if torch.cuda.is_available():
-        parts.append(f"GPU {torch.cuda.get_device_name()}")
-    else:
-        parts.append("no CUDA GPU")
-    return ", ".join(parts)
+    return {
+        "cpu": cpu or platform.processor() or platform.machine() or "unknown CPU",
+        "cores": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+    }
+
+
+def machine(cpuinfo="/proc/cpuinfo") -> str:
+    """machine_parts in one line of text."""
+    m = machine_parts(cpuinfo)
+    return ", ".join(
+        [
+            f"CPU {m['cpu']}",
+            f"{m['cores']} logical CPUs" if m["cores"] else "logical CPU count unknown",
+            f"{m['threads']} torch threads",
+            f"torch {m['torch']}",
+            f"GPU {m['gpu']}" if m["gpu"] else "no CUDA GPU",
+        ]
+    )
 
 
 # --8<-- [end:machine]

@@ -175,14 +175,28 @@ def last_layer(p, loss="linear"):
     return torch.stack(last, dim=1)  # (seeds, depths)
 
 
-def verdict(lo, hi):
+TREND = {
+    "flat": "flat (0 is inside the interval)",
+    "sqrt": "follows 1/sqrt(L) (-0.5 is inside the interval)",
+    "faster": "falls faster than 1/sqrt(L)",
+    "grows": "grows with depth",
+    "slower": "falls, but more slowly than 1/sqrt(L)",
+}
+
+
+def trend(lo, hi):
+    """How a gradient scales with depth, by where the exponent's interval lies."""
     if lo <= 0 <= hi:
-        return "flat (0 is inside the interval)"
+        return "flat"
     if lo <= -0.5 <= hi:
-        return "follows 1/sqrt(L) (-0.5 is inside the interval)"
+        return "sqrt"
     if hi < -0.5:
-        return "falls faster than 1/sqrt(L)"
-    return "grows with depth" if lo > 0 else "falls, but more slowly than 1/sqrt(L)"
+        return "faster"
+    return "grows" if lo > 0 else "slower"
+
+
+def verdict(lo, hi):
+    return TREND[trend(lo, hi)]
 
 
 def depth_panel(ax, loss):
@@ -360,12 +374,18 @@ results = {
     "mse_post_depth_exponent": f"{fits_mse['post'][0]:+.2f}",
     "mse_pre_depth_exponent": f"{fits_mse['pre'][0]:+.2f}",
     # the names the claims ledger quotes
-    "post_last_over_first": f"{ratios['post', 24]:.2f} at 24 layers",
-    "pre_depth_verdict": (
-        f"Pre-LN last-layer gradient ~ L^{fits['pre'][0]:+.2f} "
-        f"(95% interval {fits['pre'][1]:+.2f} to {fits['pre'][2]:+.2f}): "
-        + verdict(*fits["pre"][1:])
-    ),
+    "post_last_over_first": {
+        "phrase": "depth.ratio_at",
+        "ratio": f"{ratios['post', DEPTHS[-1]]:.2f}",
+        "layers": str(DEPTHS[-1]),
+    },
+    "pre_depth_verdict": {
+        "phrase": "depth.power_law",
+        "exponent": f"{fits['pre'][0]:+.2f}",
+        "low": f"{fits['pre'][1]:+.2f}",
+        "high": f"{fits['pre'][2]:+.2f}",
+        "trend": {"phrase": f"trend.{trend(*fits['pre'][1:])}"},
+    },
 }
 display(
     {

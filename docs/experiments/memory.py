@@ -363,7 +363,7 @@ results = {
     "pre_ln_peak_saving_layernorm": f"{saving['layernorm']:+.1%}",
     "pre_ln_peak_saving_rmsnorm": f"{saving['rmsnorm']:+.1%}",
     "gpt3_final_norm_share": f"{final_norm / layers:.3%}",
-    "claim_5_10_percent_verdict": verdict,
+    "claim_5_10_percent_verdict": {"phrase": f"claim.{verdict}"},
 }
 display(
     {

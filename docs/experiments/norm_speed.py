@@ -154,6 +154,7 @@ from snippets.norm_speed import (
     interleaved_times,
     keep_freed_memory,
     machine,
+    machine_parts,
     max_error,
     minor_page_faults,
     norm_call,
@@ -517,7 +518,6 @@ for norm, f in FORWARD_FLOPS_PER_ELEMENT.items():
 
 # %%
 WORD = {FASTER: "RMSNorm faster", SLOWER: "RMSNorm slower", UNRESOLVED: "no measurable difference"}
-PAIR_LABEL = {"scratch": "from scratch", "nn": "nn.*", "F": "F.*", "compiled": "torch.compile"}
 
 
 def saved(s: Spread):
@@ -586,16 +586,28 @@ def fastest_verdicts(table, size):
     return {p: pair(table, *size, p, *fastest_pair(table, *size, p)) for p in PASSES}
 
 
-def against_paper(s: Spread):
+PAPER = {
+    "below": "below the paper's 7–64 %",
+    "above": "above the paper's 7–64 %",
+    "inside": "inside the paper's 7–64 %",
+    "unplaced": "not placed against the paper's 7–64 % at this precision",
+}
+
+
+def paper_key(s: Spread):
     """Where a measured saving lies against the paper's 7-64 %, by the same rule."""
     lo, hi = saved(s).low, saved(s).high
     if hi < 7:
-        return "below the paper's 7–64 %"
+        return "below"
     if lo > 64:
-        return "above the paper's 7–64 %"
+        return "above"
     if lo >= 7 and hi <= 64:
-        return "inside the paper's 7–64 %"
-    return "not placed against the paper's 7–64 % at this precision"
+        return "inside"
+    return "unplaced"
+
+
+def against_paper(s: Spread):
+    return PAPER[paper_key(s)]
 
 
 large = fastest_verdicts(table, LARGEST)
@@ -889,7 +901,6 @@ else:
 # %%
 kw_f = {"rows": LARGEST[0], "hidden": LARGEST[1], "passes": "forward"}
 kw_b = {"rows": LARGEST[0], "hidden": LARGEST[1], "passes": "forward+backward"}
-size_text = f"{LARGEST[0]} x {LARGEST[1]} float32"
 
 
 def best_pct(t, kw):
@@ -904,28 +915,52 @@ def same_impl(kw, impl):
     return times(speedup(table, rms_impl=impl, ln_impl=impl, **kw))
 
 
+# The verdicts as numbers and keys: each language's page words them
+SPEED = {FASTER: "speed.faster", SLOWER: "speed.slower", UNRESOLVED: "speed.unresolved"}
+PASS = {"forward": "pass.forward", "forward+backward": "pass.forward_backward"}
+size_keys = {"phrase": "size", "rows": str(LARGEST[0]), "hidden": str(LARGEST[1])}
+size_keys["dtype"] = str(DTYPE).removeprefix("torch.")
+
+
 def by_impl(kw):
-    """Verdict words per implementation, then for the fastest of each norm."""
-    words = [
-        f"{PAIR_LABEL[i]}, {WORD[pair(table, *LARGEST, kw['passes'], i, i)[1]]}"
-        for i in measured_impls
+    """The verdict per implementation, then for the fastest of each norm."""
+    verdicts = [(i, pair(table, *LARGEST, kw["passes"], i, i)[1]) for i in measured_impls]
+    verdicts.append(("fastest", large[kw["passes"]][1]))
+    return [
+        {"phrase": "speed.by_impl", "impl": {"phrase": f"impl.{i}"}, "word": {"phrase": SPEED[v]}}
+        for i, v in verdicts
     ]
-    return "; ".join([*words, f"fastest of each, {WORD[large[kw['passes']][1]]}"])
 
 
-def figures(kw):
-    return ", ".join(f"{PAIR_LABEL[i]} {same_impl(kw, i)}" for i in measured_impls)
+def found_key(p, s, v):
+    """One pass of the fastest-vs-fastest verdict on the paper's 7-64 %."""
+    if v != FASTER:
+        return {"phrase": "paper.no_saving", "pass": {"phrase": PASS[p]}}
+    where = {"phrase": f"paper.{paper_key(s)}"}
+    return {"phrase": "paper.saving", "pass": {"phrase": PASS[p]}, "where": where}
 
 
-RULE = "a difference counts only where the interquartile ranges of the timings do not overlap"
+if any(v == FASTER for _, v in large.values()):
+    found_keys = [found_key(p, s, v) for p, (s, v) in large.items()]
+else:
+    found_keys = {"phrase": "paper.none"}
+parts = machine_parts()
 results = {
-    "machine": MACHINE,
-    "largest_size": size_text,
+    "machine": {
+        "phrase": "machine",
+        "cpu": parts["cpu"],
+        "cores": str(parts["cores"] or "?"),
+        "threads": str(parts["threads"]),
+        "torch": parts["torch"],
+        "gpu": {"phrase": "gpu.named", "name": parts["gpu"]}
+        if parts["gpu"]
+        else {"phrase": "gpu.none"},
+    },
+    "largest_size": size_keys,
     "threads": str(torch.get_num_threads()),
-    "repeats": f"{REPEATS} interleaved rounds; median (interquartile range)",
+    "repeats": {"phrase": "repeats", "rounds": str(REPEATS)},
     "copy_bandwidth_gbps": f"{copy_large.median:.1f} ({copy_large.low:.1f}–{copy_large.high:.1f})",
     "clone_pct_of_copy": pct(clone_large),
-    "fastest_rms_impl_forward": names(table, "rms_norm", **kw_f),
     "fastest_rms_pct_of_copy_forward": best_pct(table, kw_f),
     "fastest_rms_pct_of_copy_fwd_bwd": best_pct(table, kw_b),
     "fastest_rms_pct_of_copy_forward_reuse": best_pct(reuse_table, kw_f) if reuse else "n/a",
@@ -934,16 +969,13 @@ results = {
     "rms_vs_ln_speedup_fastest_fwd_bwd": fastest_vs_fastest(kw_b),
     "rms_vs_ln_speedup_nn_forward": same_impl(kw_f, "nn"),
     "rms_vs_ln_speedup_nn_fwd_bwd": same_impl(kw_b, "nn"),
-    "speedup_by_impl_forward": figures(kw_f),
-    "speedup_by_impl_fwd_bwd": figures(kw_b),
-    "verdict_7_64": verdict_7_64,
-    "speedup_fastest": (
-        f"{fastest_vs_fastest(kw_f)} forward, {fastest_vs_fastest(kw_b)} "
-        f"forward+backward (LayerNorm's time / RMSNorm's, median (range), {size_text}, CPU)"
-    ),
-    "verdict": (
-        f"RMSNorm against LayerNorm, forward, {size_text} on the CPU: {by_impl(kw_f)} ({RULE})"
-    ),
+    "verdict_7_64": {"phrase": "paper.verdict", "size": size_keys, "found": found_keys},
+    "verdict": {
+        "phrase": "speed.verdict",
+        "pass": {"phrase": PASS["forward"]},
+        "size": size_keys,
+        "by_impl": by_impl(kw_f),
+    },
     "compile_seconds": f"{compiled_s:.1f}",
 }
 display(

@@ -353,6 +353,44 @@ gpt2_verdict = (
     f"(seed 0: {g_post.final_loss:.2f} vs {g_pre.final_loss:.2f})."
 )
 print(gpt2_verdict)
+
+
+def said(verdict):
+    """A run's verdict as the key each language words (its words above are English)."""
+    return {"phrase": "outcome." + {"no better than unigram": "unigram"}.get(verdict, verdict)}
+
+
+# the verdicts again, as numbers and keys: each language's page words them
+seeds = str(len(SEEDS))
+if post_failed == 3 and pre_trained == 3:
+    verdict_keys = {
+        "phrase": "warmup.shown",
+        "post_seed0": said(outcome(p0, base)),
+        "post_seed0_loss": f"{p0.final_loss:.2f}",
+        "unigram": f"{base['unigram']:.2f}",
+        "pre_seed0_loss": f"{q0.final_loss:.2f}",
+        "warmup_steps": str(WARMUPS[1]),
+        "post_warmup": said(outcome(p1, base)),
+        "post_warmup_loss": f"{p1.final_loss:.2f}",
+    }
+else:
+    verdict_keys = {"phrase": "warmup.not_shown"}
+verdict_keys |= {
+    "lr": f"{hi:.0e}",
+    "post_failed": str(post_failed),
+    "pre_trained": str(pre_trained),
+    "seeds": seeds,
+}
+gpt2_verdict_keys = {
+    "phrase": "warmup.gpt2_init",
+    "lr": f"{hi:.0e}",
+    "post_trained": str(gpt2_post_trained),
+    "pre_trained": str(gpt2_pre_trained),
+    "post_lower": str(gpt2_post_lower),
+    "seeds": seeds,
+    "post_seed0_loss": f"{g_post.final_loss:.2f}",
+    "pre_seed0_loss": f"{g_pre.final_loss:.2f}",
+}
 faster = sum(
     steps_to_bigram(runs["pre", w, speed]) < steps_to_bigram(runs["post", w, speed])
     for speed in LRS
@@ -377,8 +415,8 @@ results["gpt2_init_post_no_warmup_high_lr_final_loss"] = f"{g_post.final_loss:.2
 results["gpt2_init_pre_no_warmup_high_lr_final_loss"] = f"{g_pre.final_loss:.2f}"
 results["gpt2_init_post_no_warmup_high_lr_trained_seeds"] = f"{gpt2_post_trained}/3"
 results["gpt2_init_post_below_pre_seeds"] = f"{gpt2_post_lower}/3"
-results["verdict"] = verdict
-results["gpt2_init_verdict"] = gpt2_verdict
+results["verdict"] = verdict_keys
+results["gpt2_init_verdict"] = gpt2_verdict_keys
 display(
     {
         "application/vnd.resnorm.results+json": results,

@@ -40,6 +40,7 @@ from snippets.norm_speed import (
     interleaved_times,
     keep_freed_memory,
     machine,
+    machine_parts,
     matmul_flops,
     max_error,
     median_time,
@@ -335,6 +336,26 @@ def test_machine_names_the_gpu_when_cuda_is_present(monkeypatch):
     assert machine().endswith(", GPU Test GPU 80GB")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert machine().endswith(", no CUDA GPU")
+
+
+def test_machine_parts_are_the_line_in_pieces(tmp_path, monkeypatch):
+    info = tmp_path / "cpuinfo"
+    info.write_text("model name\t: Test CPU 9000\n")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    parts = machine_parts(info)
+    assert parts == {
+        "cpu": "Test CPU 9000",
+        "cores": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "gpu": None,
+    }
+    assert machine(info) == (
+        f"CPU Test CPU 9000, {os.cpu_count()} logical CPUs, {torch.get_num_threads()} torch "
+        f"threads, torch {torch.__version__}, no CUDA GPU"
+    )
+    with pytest.raises(TypeError, match="cpuinfo must be a path, got int"):
+        machine_parts(3)
 
 
 def test_machine_rejects_a_non_path():

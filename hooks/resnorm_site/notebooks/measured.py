@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from resnorm_site import phrases
+
 MEASURED = re.compile(r"\[\[measured:([\w-]+):([\w-]+)\]\]")
 MARKDOWN_SPECIAL = re.compile(r"[\\`*_\[\]]")
 
@@ -13,10 +15,16 @@ class MissingNumber(LookupError):
 
 
 def quote_numbers(
-    markdown: str, results: dict[str, dict], pending: set[str], waiting: str, where: str
+    markdown: str,
+    results: dict[str, dict],
+    pending: set[str],
+    waiting: str,
+    where: str,
+    lang: str = "en",
 ) -> str:
-    """Each quote replaced by its value as literal text. ``pending``: notebooks still
-    executing (mkdocs serve), whose quotes read ``waiting`` meanwhile."""
+    """Each quote replaced by its value, worded in ``lang`` (resnorm_site/phrases.py), as
+    literal text. ``pending``: notebooks still executing (mkdocs serve), whose quotes read
+    ``waiting`` meanwhile."""
 
     def quote(match: re.Match) -> str:
         notebook, key = match.groups()
@@ -29,7 +37,11 @@ def quote_numbers(
             raise MissingNumber(
                 f"{where}: notebook {notebook!r} published no {key!r} (it has: {known})"
             )
+        try:
+            text = phrases.word(lang, results[notebook][key])
+        except phrases.PhraseError as err:
+            raise MissingNumber(f"{where}: {notebook}:{key}: {err}") from None
         # literal text: a value like "nn.*, ... F.*" must not become emphasis
-        return MARKDOWN_SPECIAL.sub(r"\\\g<0>", str(results[notebook][key]))
+        return MARKDOWN_SPECIAL.sub(r"\\\g<0>", text)
 
     return MEASURED.sub(quote, markdown)
