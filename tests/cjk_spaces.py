@@ -71,15 +71,20 @@ def _shown(text: str) -> str:
     return text.replace("\n", "⏎").replace("\t", "⇥")
 
 
-def stray_spaces(html: str, context: int = 12) -> list[str]:
-    """Each place where whitespace stands between two CJK characters in ``html``'s prose,
-    as the text around it with the whitespace marked: '…深度如何，[⏎]层与层之间…'."""
+def prose_runs(html: str) -> list[str]:
+    """The prose of ``html`` as a browser lays it out: one text per run of inline content."""
     parser = _Text()
     parser.feed(html)
     parser.close()
     parser.end_run()
+    return parser.runs
+
+
+def stray_spaces(html: str, context: int = 12) -> list[str]:
+    """Each place where whitespace stands between two CJK characters in ``html``'s prose,
+    as the text around it with the whitespace marked: '…深度如何，[⏎]层与层之间…'."""
     found = []
-    for run in parser.runs:
+    for run in prose_runs(html):
         for gap in GAP.finditer(run):
             if cjk_pair(gap.group(1), gap.group(3)):
                 before = run[max(0, gap.start(2) - context) : gap.start(2)]

@@ -14,7 +14,9 @@ import pytest
 
 from resnorm_site import paths, phrases
 from resnorm_site.notebooks import cache, measured, source
+from tests.cjk_spaces import prose_runs
 from tests.conftest import ROOT
+from tests.test_i18n import markdown_of
 
 # Names a Chinese sentence keeps in their own spelling: the norms and placements, the
 # implementations timed, the hardware and the library.
@@ -26,6 +28,7 @@ WORD_RUN = re.compile(r"[A-Za-z]{2,}(?:[\s,;:'-]+[A-Za-z]{2,})*")
 FIELD = re.compile(r"\{\w+\}")
 # the fields of the "machine" phrase that hold what the system reports: names as they are
 MACHINE_NAMES = {"cpu", "name", "torch"}
+CHINESE_PAGES = sorted(p for p in (ROOT / "docs").rglob("*.zh.*") if p.suffix in (".md", ".py"))
 NOTEBOOKS = sorted(
     p
     for folder in ("notebooks", "experiments")
@@ -148,3 +151,35 @@ def test_a_notebook_publishes_numbers_and_keys_never_sentences(notebook, built_s
         if isinstance(value, dict) and value["phrase"] != "machine":
             zh = phrases.word("zh", value)
             assert english_words(zh) == [], f"{notebook.stem}:{key} in Chinese: {zh!r}"
+
+
+def test_a_built_chinese_page_holds_no_english_a_measured_value_put_there(built_site):
+    """Every /zh/ page that quotes measured values, as built: its prose (code, outputs and
+    math left out) shows each value's Chinese wording, and none of the English words the
+    same value reads with on the English page (names, in both wordings, aside)."""
+    results = {p.stem: published(p) for p in NOTEBOOKS}
+    quoting = [p for p in CHINESE_PAGES if measured.MEASURED.search(markdown_of(p))]
+    assert len(quoting) >= 3
+    found = []
+    for page in quoting:
+        html = (built_site / "zh" / built_path(page)).read_text(encoding="utf-8")
+        prose = "\n".join(prose_runs(html))
+        for notebook, key in measured.MEASURED.findall(markdown_of(page)):
+            en, zh = (phrases.word(lang, results[notebook][key]) for lang in ("en", "zh"))
+            if zh not in prose:
+                found.append(f"{page.name}: {notebook}:{key} is not shown as {zh!r}")
+            shared = set(english_words(zh))
+            for run in english_words(en):  # a phrase of two words or more, as words
+                shown = re.search(rf"(?<![A-Za-z]){re.escape(run)}(?![A-Za-z])", prose)
+                if " " in run and run not in shared and shown:
+                    found.append(f"{page.name}: {notebook}:{key} put {run!r} there")
+    assert not found, "\n".join(found)
+
+
+def built_path(source: Path) -> Path:
+    """Where a page's HTML lands under its language's folder (docs/x/page.zh.md ->
+    x/page/index.html; an index page -> x/index.html)."""
+    rel = source.relative_to(ROOT / "docs")
+    stem = rel.name.split(".")[0]
+    folder = rel.parent if stem == "index" else rel.parent / stem
+    return folder / "index.html"
