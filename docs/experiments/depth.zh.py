@@ -28,12 +28,10 @@
 #   即随层序号 $l$ 线性增长（见 [Pre-LN](../../placement/pre-ln/#the-residual-stream-grows)）。
 #   引理中的常数只适用于它自己的设置；宽度、激活函数或初始化不同的网络，增长速度可能不同。
 # - **Peri-LN**（Kim et al. 2025，arXiv 2502.02732）对每个分支的输入和输出都做归一化，即
-#   $x + \mathrm{Norm}(F(\mathrm{Norm}(x)))$（`norm_position="sandwich"`），CogView 的三明治层归一化（Sandwich-LN）用的也是这种块（Ding et al. 2021，
-#   arXiv 2105.13290）。这样每个分支加上的都是一个大小固定的向量，所以残差流应当仍然线性增长，
+#   $x + \mathrm{Norm}(F(\mathrm{Norm}(x)))$（`norm_position="sandwich"`），CogView 的三明治层归一化（Sandwich-LN）用的也是这种块（Ding et al. 2021，arXiv 2105.13290）。这样每个分支加上的都是一个大小固定的向量，所以残差流应当仍然线性增长，
 #   只是斜率由归一化决定，而不是由权重决定。Kim 等人声称，在**训练过程中**（模型最大到 32 亿
 #   参数），Peri-LN 的方差增长比 Pre-LN 更均衡，梯度也更平稳；本页不检验这一点。
-# - **LayerNorm Scaling**（层归一化缩放；Sun et al. 2025，*The Curse of Depth*，
-#   arXiv 2502.05795）把第 $l$ 层归一化的输出乘以 $1/\sqrt{l}$（`norm_position="lns"`），
+# - **LayerNorm Scaling**（层归一化缩放；Sun et al. 2025，*The Curse of Depth*，arXiv 2502.05795）把第 $l$ 层归一化的输出乘以 $1/\sqrt{l}$（`norm_position="lns"`），
 #   让深层加入的量更少，因此残差流应当比 Pre-LN 增长得慢。Sun 等人在摘要中称，Pre-LN
 #   的输出方差随深度呈指数增长，使得深层的块接近恒等映射。
 # - **可训练性**。Post-LN 需要学习率预热（Xiong et al.，§3.2）；DeepNet 的 DeepNorm（Wang et al.
@@ -42,8 +40,7 @@
 #   层的模型；ReZero（Bachlechner et al. 2020，arXiv 2003.04887）去掉了归一化，让每个分支从权重 0
 #   开始，训练了 120 层的 Transformer。在 Xiong 等人的实验中，Pre-LN 不用预热也能训练（§4）。
 # - **这几篇文章怎么说**。它们正确地指出，Pre-LN 只对进入各子层的输入做归一化；
-#   但它们还说 Pre-LN 残差和的方差“相对稳定”[D]，说 Post-LN 训练深层网络“困难（>24层）”、
-#   Pre-LN“可以训练100+层的网络”[D]，并且把 Sandwich-LN 写成 $\mathrm{LN}(x + F(\mathrm{LN}(x)))$。
+#   但它们还说 Pre-LN 残差和的方差“相对稳定”[D]，说 Post-LN 训练深层网络“困难（>24层）”、Pre-LN“可以训练100+层的网络”[D]，并且把 Sandwich-LN 写成 $\mathrm{LN}(x + F(\mathrm{LN}(x)))$。
 #   方差稳定的说法与引理 2 相矛盾，下面会实际测量；关于深度的说法在一个小设置下用 6、24 和 48
 #   层来检验；而那个 Sandwich-LN 公式并不是 CogView 的：CogView 的代码（THUDM/CogView
 #   `mpu/sparse_transformer.py`）是把 $\mathrm{LN}(F(\mathrm{LN}(x)))$ 加到未经归一化的 $x$ 上。
@@ -58,8 +55,7 @@
 # 输入为单位方差的高斯向量，批大小 8，序列长度 32；随机种子 0-4；不计算梯度。测量的量：
 # 每一层之后的 $\mathbb{E}\|x_l\|^2/d$，先对词元（token）取平均，再给出各种子上的均值和离散程度。
 #
-# **第 2 部分：可训练性**。
-# `GPT(vocab_size=16, block_size=16, n_embd=32, n_head=2, n_layer=L, norm_position=P)`，使用
+# **第 2 部分：可训练性**。`GPT(vocab_size=16, block_size=16, n_embd=32, n_head=2, n_layer=L, norm_position=P)`，使用
 # GELU，不用随机失活（dropout），$L \in \{6, 24, 48\}$，$P$ 取 post、pre、deepnorm 和
 # rezero。各个块中 `nn.Linear` 的权重与第 1 部分一样重新做 Xavier 初始化，只有 DeepNorm
 # 例外：它保留 DeepNet 自己按 $\beta$ 缩放的 Xavier 初始化（由 `GPT`
@@ -99,8 +95,7 @@
 # \frac{1}{2}\cdot d\cdot\frac{2}{d + d_{ff}} = \frac{2\,d\,d_{ff}}{(d + d_{ff})^2}$，
 # 下面把它和引理中每层 $\tfrac12$ 的下界斜率放在一起计算。
 # 当各词元相互独立时，注意力加得很少（它对各词元的值向量求平均）；词元变得相似以后就加得多了，
-# 而在这个网络中，词元恰恰会随深度变得相似；
-# [梯度](../gradients_at_init/#a-loss-whose-gradient-depends-on-the-output)实验打印了词元之间的余弦相似度。
+# 而在这个网络中，词元恰恰会随深度变得相似；[梯度](../gradients_at_init/#a-loss-whose-gradient-depends-on-the-output)实验打印了词元之间的余弦相似度。
 
 # %%
 
@@ -121,8 +116,7 @@
 #
 # 上面的表格就是结果；请对照它们阅读：
 #
-# - **Pre-LN 的残差流随深度增长，Post-LN 的则不会**。Post-LN 在每一层都保持在归一化的尺度上。
-#   Pre-LN 的残差流一层接一层地增长，所以这几篇文章说方差“相对稳定”[D]，这在初始化时并不成立；而引理 2
+# - **Pre-LN 的残差流随深度增长，Post-LN 的则不会**。Post-LN 在每一层都保持在归一化的尺度上。Pre-LN 的残差流一层接一层地增长，所以这几篇文章说方差“相对稳定”[D]，这在初始化时并不成立；而引理 2
 #   所描绘的残差流不断增长的图景是成立的。曲线相对于区间的位置已在上面打印：
 #   最初几层略低于区间（如前面计算的那样，$d_{ff} = 4d$ 时，Xavier
 #   初始化的前馈分支加上的量小于引理的下界斜率），而每层的增量随深度上升，
@@ -142,8 +136,7 @@
 #   它并没有发散。这与[梯度实验](../gradients_at_init/)的结果一致：那里用的是非因果、更宽的网络，
 #   初始化时就测到，深层 Post-LN 网络顶部的各词元几乎完全相同，
 #   因此网络的输出几乎不依赖于输入。Noci 等人 2022 年（arXiv 2206.03126）报告了 Post-LN Transformer
-#   中同样的、随深度加剧的对齐现象，并发现它可能会阻碍训练；本页并不能证明它就是这里的原因。
-#   DeepNorm 在测试的每种深度下都能训练，Pre-LN 也是如此，不过在这个训练预算下，在 24 层和 48
+#   中同样的、随深度加剧的对齐现象，并发现它可能会阻碍训练；本页并不能证明它就是这里的原因。DeepNorm 在测试的每种深度下都能训练，Pre-LN 也是如此，不过在这个训练预算下，在 24 层和 48
 #   层时，Pre-LN 缩小的差距不如 DeepNorm 多（各自的比例已打印）。ReZero
 #   几乎没有动。它的每个分支都通过一个从 0 开始的 $\alpha$ 接入，而 Adam
 #   每一步对一个权重的改变最多约为学习率的大小（Kingma & Ba 2015，arXiv 1412.6980，
@@ -164,8 +157,6 @@
 # - Bachlechner et al. 2020 (ReZero), arXiv 2003.04887。
 # - Kingma & Ba 2015 (Adam), arXiv 1412.6980, §2.1。
 # - Noci et al. 2022, *Signal propagation in Transformers*, arXiv 2206.03126。
-# - 代码：`snippets/depth_probe.py`（残差流探针）、`snippets/lm_experiment.py`（任务、训练器、
-#   `outcome` 和 `xavier_init_`）、`snippets/grad_norms.py`（`power_law_fit`）、
-#   `snippets/transformer.py`（`Stack`、`GPT`），各自都有测试。
+# - 代码：`snippets/depth_probe.py`（残差流探针）、`snippets/lm_experiment.py`（任务、训练器、`outcome` 和 `xavier_init_`）、`snippets/grad_norms.py`（`power_law_fit`）、`snippets/transformer.py`（`Stack`、`GPT`），各自都有测试。
 
 # %%

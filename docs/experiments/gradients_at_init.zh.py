@@ -60,9 +60,7 @@
 #   初始化，它们的权重会小 $\sqrt{2}$ 倍）；LayerNorm 的权重为 1，偏置为 0。激活函数用
 #   ReLU，与原始 Transformer 的 FFN 相同（Vaswani et al. 2017，arXiv 1706.03762，§3.3）。
 # - 输入：单位方差的高斯向量，批大小 8，序列长度 32。
-# - **损失**。主实验：对随机目标的线性损失，
-#   $\mathcal{L} = \operatorname{mean}_t \langle y_t, \mathrm{out}_t\rangle$，
-#   $y_t \sim \mathcal{N}(0, I)$。它对网络输出的梯度就是 $y$ 本身，与网络算出了什么无关；因此，
+# - **损失**。主实验：对随机目标的线性损失，$\mathcal{L} = \operatorname{mean}_t \langle y_t, \mathrm{out}_t\rangle$，$y_t \sim \mathcal{N}(0, I)$。它对网络输出的梯度就是 $y$ 本身，与网络算出了什么无关；因此，
 #   不同深度、不同归一化位置之间的一切差异都来自网络如何把这个梯度向下传递，而这正是定理 1
 #   所讨论的。对照：先乘一个固定的随机读出矩阵、再算均方误差，
 #   即 $\operatorname{mean}(\mathrm{out}\,R - y)^2$，其中 $R \sim \mathcal{N}(0, 1/d)$，

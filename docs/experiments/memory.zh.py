@@ -28,8 +28,7 @@
 #   能在每个张量被保存时看到它。
 # - **LayerNorm 不论放在哪里，都要保留自己的输入**。$y = (x - \mu)/\sigma$ 对 $x$ 的梯度需要用到
 #   $x$（或 $\hat{x}$）和 $\sigma$；PyTorch 的 LayerNorm
-#   会保存它的输入，以及均值和标准差的倒数（下面第一个单元格会验证这一点）。
-#   Korthikanti 等人（§4.1）给一层中的两个 LayerNorm 各记上其输入，即 $s \cdot b \cdot h$
+#   会保存它的输入，以及均值和标准差的倒数（下面第一个单元格会验证这一点）。Korthikanti 等人（§4.1）给一层中的两个 LayerNorm 各记上其输入，即 $s \cdot b \cdot h$
 #   个元素，他们的计数里没有任何一项取决于归一化放在哪里。在 Pre-LN 中，这个输入是残差流 $x$；在
 #   Post-LN 中则是和 $x + F(x)$。两种情况下都是一个形状相同的张量，所以那条说法给出的机制根本不存在。
 # - **有一处差别对 Pre-LN 不利**。Pre-LN 网络在最后一层之后还需要一个归一化（GPT-2
@@ -41,8 +40,7 @@
 #
 # - 模型：`snippets/transformer.py` 中的 `Stack` 和
 #   `GPT`（见[统一的子层连接](../../placement/sublayer-connection/)）；Pre-LN 模型与 Post-LN 模型只有
-#   `norm_position` 不同。作为对照，也统计了三明治形式（Peri-LN，每个子层两个归一化）。归一化层：
-#   LayerNorm 和[均方根归一化（RMSNorm）](../../foundations/rmsnorm/)。因果注意力，激活函数为 GELU
+#   `norm_position` 不同。作为对照，也统计了三明治形式（Peri-LN，每个子层两个归一化）。归一化层：LayerNorm 和[均方根归一化（RMSNorm）](../../foundations/rmsnorm/)。因果注意力，激活函数为 GELU
 #   的 MLP，$d_\text{ff} = 4\,d_\text{model}$，随机失活（dropout）概率为 0，精度为 float32。
 # - 保存的字节数：4 层的网络，批大小 4，三种规模
 #   $(d_\text{model}, \text{头数}, \text{序列长度}) =$
@@ -83,8 +81,7 @@
 # %%
 
 # %% [markdown]
-# 一层的字节都花在了哪里，按保存它们的模块类型分开统计（“MultiHeadAttention”指注意力的核心部分：
-# Q、K、V、softmax 的输出和因果掩码；“Linear”指四个线性层的输入）：
+# 一层的字节都花在了哪里，按保存它们的模块类型分开统计（“MultiHeadAttention”指注意力的核心部分：Q、K、V、softmax 的输出和因果掩码；“Linear”指四个线性层的输入）：
 
 # %% alt="一层为反向传播保存的 MiB 数：按模块、按归一化位置，分 LayerNorm 与 RMSNorm"
 

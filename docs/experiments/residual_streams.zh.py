@@ -16,8 +16,7 @@
 # 超连接（Hyper-Connections，HC）、流形约束超连接（mHC）、注意力残差（Attention
 # Residuals，AttnRes）和 DenseFormer 改变的是：一个子层的输出如何到达它后面的子层。本页要问的是，
 # 它们各自对刚初始化的网络有什么影响：残差流逐层会变得多大，每一层得到多少梯度；对 HC 和 mHC
-# 来说，还有混合各条流的矩阵沿深度连乘之后会怎样。模型是本手册的 `Stack(..., residual=...)`
-# （`snippets/transformer.py`）。每次构建网站都会执行本页，下面的每个数字都来自那次运行。
+# 来说，还有混合各条流的矩阵沿深度连乘之后会怎样。模型是本手册的 `Stack(..., residual=...)`（`snippets/transformer.py`）。每次构建网站都会执行本页，下面的每个数字都来自那次运行。
 #
 # ## 预期 { #what-we-expected }
 #
@@ -25,8 +24,7 @@
 #   2020 年（arXiv 2002.04745，§3.3，引理 2）在他们的简化设置下把 $\mathbb{E}\|x_l\|^2$
 #   限定在 $(1 + \tfrac{l}{2})\,d$ 与 $(1 + \tfrac{3l}{2})\,d$ 之间（见
 #   [Pre-LN](../../placement/pre-ln/#the-residual-stream-grows)）；[深度实验](../depth/)
-#   在这个网络上测量了这种增长。最后一层前馈权重的梯度随深度减小（定理 1，
-#   [梯度实验](../gradients_at_init/)中有测量）。
+#   在这个网络上测量了这种增长。最后一层前馈权重的梯度随深度减小（定理 1，[梯度实验](../gradients_at_init/)中有测量）。
 # - **HC**（Zhu et al. 2025，arXiv 2409.19606）保留残差流的 $n$ 个副本。每个子层读取它们的加权和
 #   （`pre`），把自己的输出按权重加到每个副本上（`post`），并用一个 $n \times n$ 矩阵（`comb`）
 #   混合这些副本。§2.3 选择这种初始化，是为了“make the initialization of the hyper-connections
@@ -82,9 +80,7 @@
 #   给出各种子上的均值和标准差。
 # - **残差流**：第 $l$ 个块之后的 $\mathbb{E}\|x_l\|^2/d$（对批、词元和特征上的平方取平均；$l =
 #   0$ 为输入，其值约为 1），其中 $x_l$ 是：add 取残差和；denseformer 取该块 DWA 的输出；hc 和
-#   mhc 取 **$n$ 条流的均值** $\bar x_l = \frac1n \sum_k h_{l,k}$（各条流自身的均方一并打印）；
-#   attnres 取下一个块读取的深度加权混合（最后一个块之后，取送往最终归一化的混合）。
-#   *残差流增长*指 $\mathbb{E}\|x_L\|^2/d$ 除以它在 $l = 0$ 时的值。
+#   mhc 取 **$n$ 条流的均值** $\bar x_l = \frac1n \sum_k h_{l,k}$（各条流自身的均方一并打印）；attnres 取下一个块读取的深度加权混合（最后一个块之后，取送往最终归一化的混合）。*残差流增长*指 $\mathbb{E}\|x_L\|^2/d$ 除以它在 $l = 0$ 时的值。
 # - **梯度**：每个块第二个前馈权重的 $\|\partial \mathcal{L}/\partial W^{2,l}\|_F$，损失为随机目标
 #   $y_t \sim \mathcal{N}(0, I)$ 上的线性损失
 #   $\mathcal{L} = \operatorname{mean}_t \langle y_t, \mathrm{out}_t\rangle$，$\mathrm{out}$
@@ -201,15 +197,11 @@
 # - Xie et al. 2025, *mHC: Manifold-Constrained Hyper-Connections*, arXiv 2512.24880
 #   (v2)：§3.1 及图 2、图 3（HC 的不稳定性，Amax Gain Magnitude），§4.1（双随机矩阵：谱范数至多为
 #   1，对乘法封闭），§4.2（Sinkhorn-Knopp，20 次迭代），§5.4（约 1.6 对比接近 3000），表 5（270 亿参数模型）。
-# - Kimi Team 2026, *Attention Residuals*, arXiv 2603.15031：摘要，§1，§3.1（Full AttnRes），§5
-#   （伪查询向量初始化为零）。
+# - Kimi Team 2026, *Attention Residuals*, arXiv 2603.15031：摘要，§1，§3.1（Full AttnRes），§5（伪查询向量初始化为零）。
 # - Pagliardini et al. 2024, *DenseFormer*, arXiv 2402.02622；代码见 epfml/DenseFormer，提交
 #   `c99a623`，`denseformer/denseformer.py`。
 # - Xiong et al. 2020, arXiv 2002.04745：§3.3，引理 2 与定理 1。
-# - Hugging Face transformers 5.23.0，`models/deepseek_v4/modeling_deepseek_v4.py`
-#   （`DeepseekV4HyperConnection`、`DeepseekV4PreTrainedModel._init_weights`）。
-# - 代码：`snippets/transformer.py`（`Stack`、`HyperConnection`、`sinkhorn_knopp`、
-#   `DepthAttention`、`DepthWeightedAverage`）、`snippets/lm_experiment.py`（`xavier_init_`）、
-#   `snippets/grad_norms.py`（`handbook_w2`、`linear_loss`、`power_law_fit`），各自都有测试。
+# - Hugging Face transformers 5.23.0，`models/deepseek_v4/modeling_deepseek_v4.py`（`DeepseekV4HyperConnection`、`DeepseekV4PreTrainedModel._init_weights`）。
+# - 代码：`snippets/transformer.py`（`Stack`、`HyperConnection`、`sinkhorn_knopp`、`DepthAttention`、`DepthWeightedAverage`）、`snippets/lm_experiment.py`（`xavier_init_`）、`snippets/grad_norms.py`（`handbook_w2`、`linear_loss`、`power_law_fit`），各自都有测试。
 
 # %%

@@ -15,8 +15,7 @@
 #
 # 一个子层连接到底会对单个词元（token）做些什么？本实验取一个含 8
 # 个特征的向量，让它逐阶段穿过子层连接，
-# 分别考察[后置层归一化（Post-LN）](../../placement/post-ln/)、
-# [前置层归一化（Pre-LN）](../../placement/pre-ln/)和 [Peri-LN](../../placement/variants/)
+# 分别考察[后置层归一化（Post-LN）](../../placement/post-ln/)、[前置层归一化（Pre-LN）](../../placement/pre-ln/)和 [Peri-LN](../../placement/variants/)
 # 的三明治形式，并把每个中间向量都画成柱状图。本手册参考的五篇中文文章中，有一篇用交互式应用给出了
 # Pre-Norm 与 Post-Norm 的同一幅图景；这里换成静态图：三种归一化位置共用同一个子层
 # $F$，每个阶段旁边都打印出它的均值和标准差。[交互版](../vector_widget/)直接在浏览器里运行，

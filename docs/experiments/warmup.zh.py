@@ -35,8 +35,7 @@
 #   在这个学习率下不预热也能训练。
 # - **这几篇文章还说**，“许多实践表明 Pre-LN 可直接使用较大学习率并把 warm-up 步数缩短到 0-500”[B]，
 #   而且 Pre-LN“收敛更快”[D]。较大学习率这一条就是上面 Xiong 等人的 BERT 结果；0–500
-#   步这个数字则没有找到出处（见 [Pre-LN](../../placement/pre-ln/) 一页中关于预热论断的一节）。至于收敛速度，
-#   Xiong 等人报告，在 IWSLT14 上 Pre-LN 第 9 个 epoch 的结果就与 Post-LN 第 15 个 epoch
+#   步这个数字则没有找到出处（见 [Pre-LN](../../placement/pre-ln/) 一页中关于预热论断的一节）。至于收敛速度，Xiong 等人报告，在 IWSLT14 上 Pre-LN 第 9 个 epoch 的结果就与 Post-LN 第 15 个 epoch
 #   相当（§4）。下面会在小得多的规模上逐一检验这三条。
 #
 # ## 设置 { #settings }
@@ -145,8 +144,7 @@
 #   的量级，前期探索中也是如此，而且那时还需要更宽的模型。两个结果出自同一次 notebook
 #   运行，读者应当把它们放在一起权衡：在这个规模上，Post-LN 是否需要预热取决于初始化。
 # - **这几篇文章的论断**，在这个规模上的检验结果：Post-LN“需要预热”[D]，在高学习率、Xavier
-#   初始化时成立，在中等学习率下或使用 GPT-2 初始化时都不成立。
-#   Pre-LN“可以使用更大的学习率”[D]，也只在同样狭窄的意义上成立：用 Xavier 初始化时，高学习率、无预热能训练
+#   初始化时成立，在中等学习率下或使用 GPT-2 初始化时都不成立。Pre-LN“可以使用更大的学习率”[D]，也只在同样狭窄的意义上成立：用 Xavier 初始化时，高学习率、无预热能训练
 #   Pre-LN，却训练不了 Post-LN；用 GPT-2 初始化时两者都能训练。Pre-LN“收敛更快”[D]：上面的“steps to
 #   bigram”一列和计数给出了这些运行中的答案。0–500 步预热这个数字说的是大模型，
 #   玩具规模的运行无法证实它。
@@ -167,5 +165,4 @@
 #   networks*（Xavier 初始化）。
 # - Radford et al. 2019（GPT-2 技术报告），§2.3（残差层的初始权重按 $1/\sqrt{N}$ 缩放）。
 # - Touvron et al. 2023 (LLaMA), [arXiv 2302.13971](https://arxiv.org/abs/2302.13971), §2.3。
-# - 代码：`snippets/lm_experiment.py`（数据、学习率调度、训练循环、结论判定、初始化），
-#   `snippets/transformer.py`（模型）。
+# - 代码：`snippets/lm_experiment.py`（数据、学习率调度、训练循环、结论判定、初始化），`snippets/transformer.py`（模型）。
