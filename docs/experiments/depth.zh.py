@@ -40,7 +40,7 @@
 #   层的模型；ReZero（Bachlechner et al. 2020，arXiv 2003.04887）去掉了归一化，让每个分支从权重 0
 #   开始，训练了 120 层的 Transformer。在 Xiong 等人的实验中，Pre-LN 不用预热也能训练（§4）。
 # - **这几篇文章怎么说**。它们正确地指出，Pre-LN 只对进入各子层的输入做归一化；
-#   但它们还说 Pre-LN 残差和的方差“相对稳定”[D]，说 Post-LN 训练深层网络“困难（>24层）”、Pre-LN“可以训练100+层的网络”[D]，并且把 Sandwich-LN 写成 $\mathrm{LN}(x + F(\mathrm{LN}(x)))$。
+#   但它们还说 Pre-LN 残差和的方差“相对稳定”[D]，说 Post-LN 训练深层网络“困难（>24层）”[D]，而 Pre-LN“可以训练100+层的网络”[D]，并且把 Sandwich-LN 写成 $\mathrm{LN}(x + F(\mathrm{LN}(x)))$。
 #   方差稳定的说法与引理 2 相矛盾，下面会实际测量；关于深度的说法在一个小设置下用 6、24 和 48
 #   层来检验；而那个 Sandwich-LN 公式并不是 CogView 的：CogView 的代码（THUDM/CogView
 #   `mpu/sparse_transformer.py`）是把 $\mathrm{LN}(F(\mathrm{LN}(x)))$ 加到未经归一化的 $x$ 上。

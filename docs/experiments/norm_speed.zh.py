@@ -103,7 +103,7 @@
 # ## RMSNorm 对比 LayerNorm { #rmsnorm-against-layernorm }
 #
 # 论文报告的是**节省的运行时间** $1 - t_\text{RMSNorm} /
-# t_\text{LayerNorm}$；下面几行在每种尺寸下给出这个量：两种归一化采用同一种实现时的值，以及最快的 RMSNorm 对最快的 LayerNorm（各取中位数最低者）时的值，并附上它的范围和判定规则的结论。负值表示 RMSNorm 耗时更长。别处引用的结论用的都是大尺寸，因为这时一次调用持续得足够久，计时才准。待检验的说法是“能节省时间”，所以关于它的那一行结论只问是否测到了节省：“RMSNorm slower”和“no measurable difference”都意味着没有测到。
+# t_\text{LayerNorm}$；下面几行在每种尺寸下给出这个量：两种归一化采用同一种实现时的值，以及最快的 RMSNorm 对最快的 LayerNorm（各取中位数最低者）时的值，并附上它的范围和判定规则的结论。负值表示 RMSNorm 耗时更长。别处引用的结论用的都是大尺寸，因为这时一次调用持续得足够久，计时才准。待检验的说法是 RMSNorm 能节省时间，所以关于它的那一行结论只问是否测到了节省：“RMSNorm slower”和“no measurable difference”都意味着没有测到。
 #
 # 有两对实现运行的是相同的运算，因此可以用来检验判定规则本身：`nn.RMSNorm` 与 `F.rms_norm`，以及 `nn.LayerNorm` 与 `F.layer_norm`（见上面的运算统计）。在这两对之间，规则应当找不到差别。
 
