@@ -763,7 +763,7 @@ else:
 # allocator question above does not arise there. Without a GPU the cell says
 # so.
 
-# %%
+# %% alt="GB/s of each LayerNorm and RMSNorm implementation vs size on the GPU, copy ceiling"
 if torch.cuda.is_available():
     print("GPU:", torch.cuda.get_device_name())
 

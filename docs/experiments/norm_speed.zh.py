@@ -135,7 +135,7 @@
 #
 # 当 PyTorch 检测到 GPU 时，同样的测量会在 CUDA 上运行：每个样本至多 100 次调用，每个样本以 `torch.cuda.synchronize` 结束，结论采用同样的规则。PyTorch 的 CUDA 缓存分配器按设计就会保留释放的内存块以供重用，所以上面的分配器问题在那里不会出现。没有 GPU 时，单元格会注明这一点。
 
-# %%
+# %% alt="GPU 上各 LayerNorm 与 RMSNorm 实现的 GB/s 随规模的变化，以拷贝带宽为上限"
 
 # %% [markdown]
 # ## 实验结果 { #what-we-saw }

@@ -345,7 +345,9 @@ def test_empty_batch_is_counted_but_changes_no_statistics_as_in_pytorch(
     for (name, b), b_ref in zip(ours.named_buffers(), ref.buffers(), strict=True):
         torch.testing.assert_close(b, b_ref, msg=name)
     ours.eval(), ref.eval()
-    torch.testing.assert_close(ours(torch.randn(*shape, device=device)), torch.empty(shape))
+    torch.testing.assert_close(
+        ours(torch.randn(*shape, device=device)), torch.empty(shape, device=device)
+    )
 
 
 # --- extreme values ----------------------------------------------------------------------------
