@@ -89,13 +89,13 @@ PHRASES = {
     },
     "zh": {
         "outcome.trained": "训练成功",
-        "outcome.unigram": "不比一元模型好",
+        "outcome.unigram": "不比 unigram 好",
         "outcome.diverged": "发散",
         "claim.holds": "成立",
         "claim.refuted": "不成立",
         "warmup.shown": (
             "用 Xavier 初始化、峰值学习率 {lr}、不预热时，{seeds} 个种子中 Post-LN 有 "
-            "{post_failed} 个失败（种子 0：{post_seed0}，最终损失 {post_seed0_loss}，一元模型"
+            "{post_failed} 个失败（种子 0：{post_seed0}，最终损失 {post_seed0_loss}，unigram "
             "损失 {unigram}），Pre-LN 有 {pre_trained} 个训练成功（种子 0：最终损失 "
             "{pre_seed0_loss}）；预热 {warmup_steps} 步后，Post-LN {post_warmup}（最终损失 "
             "{post_warmup_loss}）。"
