@@ -81,6 +81,36 @@ def mkdocs_build(
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
 
 
+BILINGUAL = """site_name: t
+theme: {{name: material, language: en, font: false}}
+{extensions}plugins:
+{plugins}  - i18n:
+      docs_structure: suffix
+      reconfigure_material: false
+      languages:
+        - {{locale: en, default: true, name: English, build: true}}
+        - {{locale: zh, name: 中文, build: true, theme: {{language: zh}}}}
+hooks:
+{hooks}
+"""
+
+
+def bilingual_site(
+    root: Path, pages: dict[str, str], hooks: list[str], extensions="", plugins=""
+) -> Path:
+    """A two-language site (English at /, Chinese at /zh/, as the real one) with ``pages``
+    under root/docs and the project's ``hooks``; its mkdocs.yml, for mkdocs_build.
+    ``extensions`` and ``plugins``: YAML lines put before the i18n plugin."""
+    (root / "docs").mkdir(parents=True, exist_ok=True)
+    for name, text in pages.items():
+        (root / "docs" / name).write_text(text, encoding="utf-8")
+    lines = "\n".join(f"  - {ROOT / 'hooks' / h}" for h in hooks)
+    config = root / "mkdocs.yml"
+    text = BILINGUAL.format(extensions=extensions, plugins=plugins, hooks=lines)
+    config.write_text(text, encoding="utf-8")
+    return config
+
+
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> Path:
     """The site, built once per test session with ``--strict``."""

@@ -4,28 +4,14 @@ hooks/i18n.py: each language's pages in a search index of its own."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import bilingual_site, mkdocs_build
 
-SITE = """site_name: t
-theme: {{name: material, language: en, font: false}}
-plugins:
-  - search:
+SEARCH = """  - search:
       separator: '[\\s\\u200b\\-]+'
-  - i18n:
-      docs_structure: suffix
-      reconfigure_material: false
-      languages:
-        - {{locale: en, default: true, name: English, build: true}}
-        - {{locale: zh, name: 中文, build: true, theme: {{language: zh}}}}
-hooks:
-{hooks}
 """
 PAGES = {
     "index.md": "# Home\n\nResidual streams.\n",
@@ -36,17 +22,12 @@ PAGES = {
 
 
 def _site(root: Path, hooks: list[str]) -> None:
-    (root / "docs").mkdir(exist_ok=True)
-    for name, text in PAGES.items():
-        (root / "docs" / name).write_text(text, encoding="utf-8")
-    lines = "\n".join(f"  - {ROOT / 'hooks' / h}" for h in hooks)
-    (root / "mkdocs.yml").write_text(SITE.format(hooks=lines), encoding="utf-8")
+    bilingual_site(root, PAGES, hooks, plugins=SEARCH)
 
 
 def _build(root: Path) -> str:
-    command = [sys.executable, "-m", "mkdocs", "build", "-q", "--strict"]
-    env = dict(os.environ, RESNORM_CACHE_DIR=str(root / ".cache"))
-    subprocess.run(command, cwd=root, check=True, capture_output=True, env=env)
+    proc = mkdocs_build(root / "site", root / "mkdocs.yml", cache=root / ".cache")
+    assert proc.returncode == 0, proc.stderr
     return (root / "site/search/search_index.json").read_text(encoding="utf-8")
 
 
