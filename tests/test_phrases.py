@@ -14,9 +14,10 @@ import pytest
 
 from resnorm_site import paths, phrases
 from resnorm_site.notebooks import cache, measured, source
+from tests import codeblocks
 from tests.cjk_spaces import prose_runs
-from tests.conftest import ROOT
-from tests.test_i18n import markdown_of
+from tests.terms import chinese_pages
+from tests.test_i18n import english_pages, markdown_of
 
 # Names a Chinese sentence keeps in their own spelling: the norms and placements, the
 # implementations timed, the hardware and the library, and the baseline the notebooks'
@@ -29,13 +30,8 @@ WORD_RUN = re.compile(r"[A-Za-z]{2,}(?:[\s,;:'-]+[A-Za-z]{2,})*")
 FIELD = re.compile(r"\{\w+\}")
 # the fields of the "machine" phrase that hold what the system reports: names as they are
 MACHINE_NAMES = {"cpu", "name", "torch"}
-CHINESE_PAGES = sorted(p for p in (ROOT / "docs").rglob("*.zh.*") if p.suffix in (".md", ".py"))
-NOTEBOOKS = sorted(
-    p
-    for folder in ("notebooks", "experiments")
-    for p in (ROOT / "docs" / folder).glob("*.py")
-    if not p.stem.endswith(".zh")
-)
+CHINESE_PAGES = chinese_pages()
+NOTEBOOKS = [p for p in english_pages() if p.suffix == ".py"]
 
 
 def english_words(text: str) -> list[str]:
@@ -163,7 +159,7 @@ def test_a_built_chinese_page_holds_no_english_a_measured_value_put_there(built_
     assert len(quoting) >= 3
     found = []
     for page in quoting:
-        html = (built_site / "zh" / built_path(page)).read_text(encoding="utf-8")
+        html = (built_site / codeblocks.built_path(page)).read_text(encoding="utf-8")
         prose = "\n".join(prose_runs(html))
         for notebook, key in measured.MEASURED.findall(markdown_of(page)):
             en, zh = (phrases.word(lang, results[notebook][key]) for lang in ("en", "zh"))
@@ -175,12 +171,3 @@ def test_a_built_chinese_page_holds_no_english_a_measured_value_put_there(built_
                 if " " in run and run not in shared and shown:
                     found.append(f"{page.name}: {notebook}:{key} put {run!r} there")
     assert not found, "\n".join(found)
-
-
-def built_path(source: Path) -> Path:
-    """Where a page's HTML lands under its language's folder (docs/x/page.zh.md ->
-    x/page/index.html; an index page -> x/index.html)."""
-    rel = source.relative_to(ROOT / "docs")
-    stem = rel.name.split(".")[0]
-    folder = rel.parent if stem == "index" else rel.parent / stem
-    return folder / "index.html"

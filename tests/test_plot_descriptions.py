@@ -14,14 +14,9 @@ import ast
 import jupytext
 import pytest
 
-from tests.conftest import ROOT
+from tests.test_i18n import english_pages
 
-NOTEBOOKS = sorted(
-    p
-    for folder in ("notebooks", "experiments")
-    for p in (ROOT / "docs" / folder).glob("*.py")
-    if not p.stem.endswith(".zh")
-)
+NOTEBOOKS = [p for p in english_pages() if p.suffix == ".py"]
 # matplotlib calls that draw a figure (plt.get_cmap, say, draws nothing)
 DRAWS = {"show", "subplots", "figure", "plot", "imshow", "bar", "barh", "hist", "scatter"}
 

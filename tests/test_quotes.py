@@ -6,10 +6,11 @@ import pytest
 
 from tests import quotes
 from tests.conftest import ROOT
+from tests.terms import chinese_pages
 from tests.test_i18n import markdown_of
 
 ARTICLES = quotes.load()
-CHINESE = sorted(p for p in (ROOT / "docs").rglob("*.zh.*") if p.suffix in (".md", ".py"))
+CHINESE = chinese_pages()
 
 
 def marked(page):
