@@ -14,6 +14,7 @@ import pytest
 
 from resnorm_site import paths, phrases
 from resnorm_site.notebooks import cache, measured, source
+from snippets.lm_experiment import TrainResult, outcome
 from tests import codeblocks
 from tests.cjk_spaces import prose_runs
 from tests.terms import chinese_pages
@@ -94,6 +95,17 @@ def test_a_phrase_is_worded_with_its_fields_nested_and_listed():
 def test_a_value_no_table_can_word_is_refused(value, error):
     with pytest.raises(phrases.PhraseError, match=error):
         phrases.word("zh", value)
+
+
+@pytest.mark.parametrize(
+    ("final_loss", "diverged"), [(0.5, False), (2.0, False), (float("nan"), True)]
+)
+def test_every_verdict_a_run_can_get_is_worded(final_loss, diverged):
+    """The notebooks publish lm_experiment.outcome's own words as the phrase key."""
+    run = TrainResult(losses=[], final_loss=final_loss, eval_loss=final_loss, diverged=diverged)
+    verdict = outcome(run, {"unigram": 2.0})
+    for lang in ("en", "zh"):
+        assert phrases.word(lang, {"phrase": f"outcome.{verdict}"})
 
 
 def test_a_page_quoting_an_unworded_value_fails_the_build_naming_it():

@@ -412,8 +412,7 @@ results["rezero_48_max_alpha"] = f"{rezero_alpha[48]:.3f}"
 results["unigram_loss"] = f"{base['unigram']:.2f}"
 results["optimal_loss"] = f"{base['optimal']:.2f}"
 for p in PLACEMENTS:  # a verdict as the key each language words
-    word = {"no better than unigram": "unigram"}.get(verdicts[p, 48], verdicts[p, 48])
-    results[f"{p}_48_verdict"] = {"phrase": f"outcome.{word}"}
+    results[f"{p}_48_verdict"] = {"phrase": f"outcome.{verdicts[p, 48]}"}
 display(
     {
         "application/vnd.resnorm.results+json": results,

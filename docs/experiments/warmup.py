@@ -355,22 +355,17 @@ gpt2_verdict = (
 print(gpt2_verdict)
 
 
-def said(verdict):
-    """A run's verdict as the key each language words (its words above are English)."""
-    return {"phrase": "outcome." + {"no better than unigram": "unigram"}.get(verdict, verdict)}
-
-
 # the verdicts again, as numbers and keys: each language's page words them
 seeds = str(len(SEEDS))
 if post_failed == 3 and pre_trained == 3:
     verdict_keys = {
         "phrase": "warmup.shown",
-        "post_seed0": said(outcome(p0, base)),
+        "post_seed0": {"phrase": f"outcome.{outcome(p0, base)}"},
         "post_seed0_loss": f"{p0.final_loss:.2f}",
         "unigram": f"{base['unigram']:.2f}",
         "pre_seed0_loss": f"{q0.final_loss:.2f}",
         "warmup_steps": str(WARMUPS[1]),
-        "post_warmup": said(outcome(p1, base)),
+        "post_warmup": {"phrase": f"outcome.{outcome(p1, base)}"},
         "post_warmup_loss": f"{p1.final_loss:.2f}",
     }
 else:

@@ -16,9 +16,9 @@ SEPARATOR = {"en": "; ", "zh": "；"}
 
 PHRASES = {
     "en": {
-        # lm_experiment.outcome, a run's verdict
+        # lm_experiment.outcome, a run's verdict, keyed by the words it returns
         "outcome.trained": "trained",
-        "outcome.unigram": "no better than unigram",
+        "outcome.no better than unigram": "no better than unigram",
         "outcome.diverged": "diverged",
         # a claim put to the test
         "claim.holds": "holds",
@@ -89,7 +89,7 @@ PHRASES = {
     },
     "zh": {
         "outcome.trained": "训练成功",
-        "outcome.unigram": "不比 unigram 好",
+        "outcome.no better than unigram": "不比 unigram 好",
         "outcome.diverged": "发散",
         "claim.holds": "成立",
         "claim.refuted": "不成立",

@@ -20,7 +20,7 @@ def quote_numbers(
     pending: set[str],
     waiting: str,
     where: str,
-    lang: str = "en",
+    lang: str,
 ) -> str:
     """Each quote replaced by its value, worded in ``lang`` (resnorm_site/phrases.py), as
     literal text. ``pending``: notebooks still executing (mkdocs serve), whose quotes read
