@@ -6,15 +6,18 @@ import pytest
 
 from tests import quotes
 from tests.conftest import ROOT
-from tests.terms import chinese_pages
-from tests.test_i18n import markdown_of
+from tests.terms import chinese_pages, notebook_markdown
 
 ARTICLES = quotes.load()
 CHINESE = chinese_pages()
 
 
 def marked(page):
-    text = markdown_of(page)
+    """Each marked quotation of ``page``, with its file:line (a notebook's Markdown cells
+    read line for line)."""
+    text = page.read_text(encoding="utf-8")
+    if page.suffix == ".py":
+        text = notebook_markdown(text)
     for offset, quote, letters in quotes.quotations(text):
         line = text.count("\n", 0, offset) + 1
         yield f"{page.relative_to(ROOT).as_posix()}:{line}", quote, letters
