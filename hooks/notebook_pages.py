@@ -3,8 +3,8 @@
 - ``[[measured:NOTEBOOK:KEY]]`` on any page becomes the number that notebook's run
   published (a missing one fails the build);
 - a notebook page loses the scripts mkdocs-jupyter adds from other hosts, gets its
-  translated heading anchors, shows its inlined snippets collapsed, and links Jupyter's
-  stylesheets (pruned, at the end of the build) instead of inlining them.
+  translated heading anchors, shows its inlined snippets and long cells collapsed, and
+  links Jupyter's stylesheets (pruned, at the end of the build) instead of inlining them.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ def on_post_page(html: str, page, config) -> str:
     STATE.site.classes.update(css.page_classes(html))
     lang = language(config.theme.get("language"))
     html = page_html.collapse_snippet_cells(html, label(lang, "imports"))
+    html = page_html.collapse_tagged_cells(html, label(lang, "collapsed"))
     href = "/".join([".."] * page.url.count("/")) or "."
     return css.move_styles_out(html, href, STATE.site.stylesheets)
 

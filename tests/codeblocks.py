@@ -14,6 +14,16 @@ visible label for the first two, see ``hooks/codeblock_labels.py``):
 - ``<!--pytest.mark.skip(reason="...")-->``: the block is not run, for the
   stated reason (a reason is required).
 
+Two kinds of block lean on the handbook's modules (``snippets/NAME.py``, which the site
+serves at ``downloads/NAME.py``):
+
+- a block that imports one (``from transformer import Block``) runs with that file
+  copied beside it, as a reader who saved the download next to the script runs it;
+- an excerpt, an empty fence ```` ```python excerpt="transformer.py:Residual.forward" ````,
+  shows the lines of that name in the module (``resnorm_site.excerpts`` fills it, for
+  the build and here alike). It is not a program: its test checks that it is the
+  module's lines.
+
 The markers are spelled as in pytest-codeblocks, but that package cannot read
 these pages, so they are parsed here. Its extractor merges a continued block
 into the block above and gives the merged block one output, while here every
@@ -24,11 +34,13 @@ pages). It also misses ``~~~`` fences, drops blank lines in indented fences
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from functools import cache
@@ -36,6 +48,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+if str(ROOT / "hooks") not in sys.path:  # run as a script: import resnorm_site as the build does
+    sys.path.append(str(ROOT / "hooks"))
+
+from resnorm_site import excerpts  # noqa: E402
 
 # Info-string languages that are Python code to run.
 PYTHON = {"python", "py", "python3", "py3"}
@@ -60,6 +76,7 @@ class Block:
     expected_output: str | None = None  # what this block must print
     is_output: bool = False  # this block shows the output of the block above
     previous: Block | None = None  # the block this one continues
+    excerpt: tuple[str, str] | None = None  # (module file, name) it shows lines of
 
     @property
     def id(self) -> str:
@@ -116,6 +133,10 @@ def parse(path: Path) -> list[Block]:
         # strip the fence's own indentation (content tabs, admonitions), nothing more
         source = "\n".join(b[len(indent) :] if b.startswith(indent) else b.lstrip() for b in body)
         block = Block(page, i + 1, language(info), info, source + "\n")
+        named = excerpts.EXCERPT_ATTR.search(info)
+        if named:
+            block.excerpt = named.group("file", "name")
+            block.skip = f"an excerpt: lines of {block.excerpt[0]}, which the import blocks run"
         for n, body_, args in pending:
             _apply(block, body_, args, f"{page}:{n}", last_runnable, blocks)
         pending = []
@@ -197,6 +218,39 @@ def expand(source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def excerpt_lines(block: Block) -> tuple[int, int, str]:
+    """An excerpt's first and last line in its module, and the lines themselves."""
+    return excerpts.locate(*block.excerpt)
+
+
+@cache
+def handbook_modules() -> frozenset[str]:
+    """The names a block imports the handbook's modules by: ``transformer`` for
+    snippets/transformer.py."""
+    return frozenset(p.stem for p in (ROOT / "snippets").glob("*.py"))
+
+
+def imported_modules(code: str) -> set[str]:
+    """The handbook modules that ``code`` imports (``import x``, ``from x import y``)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names & handbook_modules()
+
+
+def module_files(codes) -> list[Path]:
+    """The module files a chain of code needs beside it."""
+    names = set().union(*(imported_modules(c) for c in codes)) if codes else set()
+    return [ROOT / "snippets" / f"{name}.py" for name in sorted(names)]
+
+
 def chain(block: Block) -> list[Block]:
     """The block and every block it continues, first one first."""
     out = [block]
@@ -274,6 +328,8 @@ class KeptResults:
         h = hashlib.sha256(self.context.encode())
         for code in codes:
             h.update(b"\0" + code.encode())
+        for path in module_files(codes):  # a changed module runs its chains again
+            h.update(b"\0" + path.name.encode() + b"\0" + path.read_bytes())
         return self.folder / f"{h.hexdigest()[:32]}.json"
 
     def get(self, codes: tuple[str, ...]) -> Result | None:
@@ -324,8 +380,12 @@ def _run_context() -> str:
 
 
 def run_python(blocks: list[Block], cwd: Path, timeout: float = 600) -> Result:
-    """Run the blocks, in order, in one fresh interpreter with ``__name__ == "__main__"``."""
-    payload = json.dumps([(f"{b.id}", expand(b.source)) for b in blocks])
+    """Run the blocks, in order, in one fresh interpreter with ``__name__ == "__main__"``,
+    in ``cwd`` with the handbook modules they import copied beside them."""
+    codes = [expand(b.source) for b in blocks]
+    for path in module_files(codes):
+        shutil.copyfile(path, cwd / path.name)
+    payload = json.dumps([(f"{b.id}", code) for b, code in zip(blocks, codes, strict=True)])
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONSTARTUP"}}
     env["MPLBACKEND"] = "Agg"
     proc = subprocess.run(

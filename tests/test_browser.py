@@ -283,10 +283,11 @@ MEASURE = """() => {
   };
 }"""
 
-# The code cells of a notebook page (collapsed snippet cells opened) whose text is
+# The code cells of a notebook page (collapsed snippet and long cells opened) whose text is
 # wider than the cell: the reader would have to scroll sideways.
 NOTEBOOK_CODE_THAT_SCROLLS = """() => {
-  document.querySelectorAll("details.rn-snippet-cell").forEach((d) => (d.open = true));
+  document.querySelectorAll("details.rn-snippet-cell, details.rn-code-cell")
+    .forEach((d) => (d.open = true));
   const cells = [...document.querySelectorAll(".jupyter-wrapper .jp-InputArea-editor pre")];
   return cells
     .filter((pre) => pre.scrollWidth > pre.clientWidth + 1)

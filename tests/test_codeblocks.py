@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests import codeblocks
-from tests.codeblocks import PYTHON, SHELL, TRANSCRIPT
+from tests.codeblocks import PYTHON, ROOT, SHELL, TRANSCRIPT
 
 BLOCKS = codeblocks.all_blocks()
 RUNNABLE = [b for b in BLOCKS if b.runnable]
@@ -63,6 +63,9 @@ def chains(tmp_path_factory) -> dict[tuple[str, ...], codeblocks.Result]:
 @pytest.mark.reader
 @pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
 def test_code_block(block: codeblocks.Block, tmp_path: Path, chains):
+    if block.excerpt:
+        _check_excerpt(block)
+        return
     if block.skip:
         pytest.skip(f"{block.id}: {block.skip}")
     if block.lang in SHELL:
@@ -115,6 +118,84 @@ def test_code_block(block: codeblocks.Block, tmp_path: Path, chains):
         assert _normalize(output) == _normalize(block.expected_output), (
             f"{block.id}: the output shown on the page differs from what the block prints"
         )
+
+
+def _check_excerpt(block: codeblocks.Block) -> None:
+    """An excerpt is lines of the module that runs, found by name, never typed in."""
+    assert not block.source.strip(), f"{block.id}: an excerpt's fence is empty; the build fills it"
+    first, last, code = codeblocks.excerpt_lines(block)
+    module = (codeblocks.ROOT / "snippets" / block.excerpt[0]).read_text(encoding="utf-8")
+    assert code.splitlines() == module.splitlines()[first - 1 : last]
+    assert last - first + 1 <= OPEN_LINES, (
+        f"{block.id}: {block.excerpt[1]} is {last - first + 1} lines; show a smaller part"
+    )
+
+
+# The most lines a code block may show open on arrival (a page shows what it explains).
+OPEN_LINES = 40
+DOWNLOAD = re.compile(r"\]\((?:\.\./)*downloads/(?P<name>\w+)\.py\)")
+
+
+@pytest.mark.parametrize("page", codeblocks.pages(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_a_page_links_the_modules_its_code_needs(page: Path):
+    """A block that imports a handbook module, or an excerpt of one, works for a reader
+    who downloaded it: the page links the download (the site serves snippets/NAME.py at
+    downloads/NAME.py), and says to save it next to the script."""
+    needed = set()
+    for block in codeblocks.parse(page):
+        if block.excerpt:
+            needed.add(Path(block.excerpt[0]).stem)
+        elif block.lang in PYTHON and not block.is_output:
+            needed |= codeblocks.imported_modules(codeblocks.expand(block.source))
+    linked = {m.group("name") for m in DOWNLOAD.finditer(page.read_text(encoding="utf-8"))}
+    assert needed <= linked, f"link the download of {sorted(needed - linked)} on this page"
+    assert linked <= codeblocks.handbook_modules(), "a download link names no module"
+
+
+def test_a_block_runs_beside_the_module_it_imports(tmp_path: Path):
+    """The runner puts the imported module beside the block, and nothing else."""
+    code = "import os\nfrom layer_norm import LayerNorm\nprint(sorted(os.listdir('.')))\n"
+    block = codeblocks.Block("docs/x.md", 1, "python", "python", code)
+    result = codeblocks.run_python([block], cwd=tmp_path)
+    assert result.failed is None, result.stderr
+    assert result.outputs == ["['layer_norm.py']\n"]
+    assert codeblocks.imported_modules("import transformer as t\nimport torch\n") == {"transformer"}
+
+
+def test_a_kept_result_follows_the_module_it_imports(tmp_path: Path, monkeypatch):
+    """Editing a module runs the chains that import it again."""
+    monkeypatch.setenv("RESNORM_CACHE_DIR", str(tmp_path))
+    kept = codeblocks.KeptResults()
+    codes = ("from layer_norm import LayerNorm\n",)
+    plain = ("print(1)\n",)
+    module = codeblocks.ROOT / "snippets" / "layer_norm.py"
+    before = (kept.path(codes), kept.path(plain))
+    monkeypatch.setattr(Path, "read_bytes", lambda self: b"changed" if self == module else b"")
+    assert kept.path(codes) != before[0] and kept.path(plain) == before[1]
+
+
+def test_an_excerpt_is_filled_by_name(tmp_path: Path):
+    """The build and the tests fill an excerpt with the named lines; a wrong name or a
+    fence with typed lines is an error, not a silent copy."""
+    from resnorm_site import excerpts
+
+    page = '```python excerpt="layer_norm.py:LayerNorm.forward"\n```\n'
+    first, last, code = excerpts.locate("layer_norm.py", "LayerNorm.forward")
+    filled = excerpts.expand(page)
+    assert f'title="layer_norm.py, lines {first}–{last}" linenums="{first}"' in filled
+    assert code in filled and code.lstrip().startswith("def forward")
+    assert f"第 {first}–{last} 行" in excerpts.expand(page, "zh")
+    with pytest.raises(excerpts.ExcerptError, match="has no 'backward'"):
+        excerpts.expand(page.replace("forward", "backward"))
+    with pytest.raises(excerpts.ExcerptError, match="must be empty"):
+        excerpts.expand(page.replace("\n```", "\nx = 1\n```"))
+    block = codeblocks.parse(_write(tmp_path / "e.md", page))[0]
+    assert block.excerpt == ("layer_norm.py", "LayerNorm.forward") and block.skip
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def test_blocks_are_found():

@@ -171,6 +171,25 @@ def test_snippet_cells_are_collapsed_on_the_page():
     )
 
 
+def test_long_cells_tagged_collapse_fold_their_code_not_their_output():
+    from resnorm_site.notebooks.page_html import collapse_tagged_cells
+
+    code = (
+        '<div class="jp-Cell-inputWrapper" tabindex="0"><div><pre>a = 1\nb = 2\n</pre></div></div>'
+    )
+    output = '<div class="jp-Cell-outputWrapper"><pre>3</pre></div>'
+    cell = (
+        f'<div class="jp-Cell jp-CodeCell jp-Notebook-cell celltag_collapse">{code}{output}</div>'
+    )
+    other = '<div class="jp-Cell jp-CodeCell jp-Notebook-cell">' + code + "</div>"
+    out = collapse_tagged_cells(f"<main>{cell}{other}</main>", LABELS["zh"]["collapsed"])
+    assert out == (
+        '<main><div class="jp-Cell jp-CodeCell jp-Notebook-cell celltag_collapse">'
+        '<details class="info rn-code-cell"><summary>本单元的代码（2 行）</summary>\n'
+        f"{code}\n</details>{output}</div>{other}</main>"
+    )
+
+
 def test_the_real_notebooks_inline_cleanly():
     """Every notebook of the site imports snippets that can share its namespace."""
     import jupytext

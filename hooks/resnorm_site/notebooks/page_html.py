@@ -1,5 +1,6 @@
 """A rendered notebook page, trimmed: no request to another host, the inlined snippet
-cells collapsed, and the heading anchors a translation gives its headings."""
+cells and the long cells tagged ``collapse`` folded, and the heading anchors a
+translation gives its headings."""
 
 from __future__ import annotations
 
@@ -73,6 +74,36 @@ def collapse_snippet_cells(html: str, summary: str) -> str:
         out.append(
             f'<details class="info rn-snippet-cell"><summary>{summary} '
             f"<code>{label}</code></summary>\n{cell}\n</details>"
+        )
+        pos = end
+    out.append(html[pos:])
+    return "".join(out)
+
+
+# A notebook's own code cell tagged ``collapse`` (``# %% tags=["collapse"]``): a long cell
+# whose code the page does not explain line by line (plotting, bookkeeping). Its code is
+# folded; its output stays open.
+COLLAPSE_TAG = "collapse"
+COLLAPSE_CELL = re.compile(r'<div[^>]*class="jp-Cell [^"]*\bcelltag_' + COLLAPSE_TAG + r'\b[^"]*"')
+INPUT = re.compile(r'<div[^>]*class="jp-Cell-inputWrapper\b[^"]*"')
+
+
+def collapse_tagged_cells(html: str, summary: str) -> str:
+    """Fold the code of each cell tagged COLLAPSE_TAG into a closed <details>; ``summary``
+    may name the cell's number of lines, ``{lines}``."""
+    out, pos = [], 0
+    for match in COLLAPSE_CELL.finditer(html):
+        code = INPUT.search(html, match.end(), element_end(html, match.start(), "div"))
+        if code is None or code.start() < pos:
+            continue
+        end = element_end(html, code.start(), "div")
+        wrapper = html[code.start() : end]
+        pre = re.search(r"<pre\b.*?</pre>", wrapper, re.S)
+        lines = pre.group(0).count("\n") if pre else 0
+        out.append(html[pos : code.start()])
+        out.append(
+            f'<details class="info rn-code-cell"><summary>{summary.format(lines=lines)}'
+            f"</summary>\n{wrapper}\n</details>"
         )
         pos = end
     out.append(html[pos:])
