@@ -71,7 +71,7 @@ def test_excerpts_show_the_modules_lines_under_their_numbers(built_site: Path):
     seen = 0
     for page in _pages(built_site):
         soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
-        for name in soup.find_all(class_="filename"):
+        for name in soup.select("span.filename"):
             title = TITLE.match(name.get_text().strip())
             if not title:
                 continue
