@@ -140,7 +140,7 @@ def parse(path: Path) -> list[Block]:
         for n, body_, args in pending:
             _apply(block, body_, args, f"{page}:{n}", last_runnable, blocks)
         pending = []
-        if block.runnable:
+        if block.runnable and not block.excerpt:  # an excerpt shows lines, it runs nothing
             last_runnable = block
         blocks.append(block)
         i = j + 1

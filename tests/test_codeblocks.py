@@ -191,6 +191,11 @@ def test_an_excerpt_is_filled_by_name(tmp_path: Path):
         excerpts.expand(page.replace("\n```", "\nx = 1\n```"))
     block = codeblocks.parse(_write(tmp_path / "e.md", page))[0]
     assert block.excerpt == ("layer_norm.py", "LayerNorm.forward") and block.skip
+    # a block continued across an excerpt continues the code above it, not the excerpt
+    run = "```python\nx = 1\n```\n\n"
+    cont = "<!--pytest-codeblocks:cont-->\n\n```python\nprint(x)\n```\n"
+    first, _, after = codeblocks.parse(_write(tmp_path / "c.md", run + page + "\n" + cont))
+    assert after.previous is first
 
 
 def _write(path: Path, text: str) -> Path:
