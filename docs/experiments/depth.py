@@ -46,7 +46,9 @@
 #   the residual by $\alpha = (2N)^{1/4}$ and scales the init by $\beta = (8N)^{-1/4}$,
 #   and trained 1,000 layers; ReZero (Bachlechner et al. 2020, arXiv 2003.04887) drops
 #   the norm, starts every branch at weight 0 and trained 120-layer Transformers. Pre-LN
-#   trains without warmup in Xiong et al.'s experiments (§4).
+#   trains without warmup in Xiong et al.'s experiments (§4). Why the placements differ
+#   is discussed once, in
+#   [why Pre-LN trains more stably](../../placement/pre-ln/#why-pre-ln-trains-more-stably).
 # - **What the source articles say.** They note, correctly, that Pre-LN normalizes only
 #   what enters each sublayer; they also claim that it keeps the residual sum's variance
 #   "relatively stable", that Post-LN is hard to train beyond about 24 layers while
@@ -99,7 +101,7 @@
 # One CPU thread (`torch.set_num_threads(1)`): these tensors are too small to gain from
 # intra-op threads, and one thread keeps the build fast on a shared machine.
 
-# %%
+# %% tags=["collapse"]
 import matplotlib.pyplot as plt
 import torch
 from IPython.display import display
@@ -253,7 +255,7 @@ for n in DEPTHS:
 base = language.baselines(TRAIN["seq_len"])
 refs = {name: base[name] for name in ("uniform", "unigram", "optimal")}  # = bigram
 
-# %% alt=["Training loss vs step per depth and placement", "Held-out loss vs depth per placement"]
+# %% alt=["Training loss vs step per depth and placement", "Held-out loss vs depth per placement"] tags=["collapse"]
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True, constrained_layout=True)
 for ax, n in zip(axes, DEPTHS, strict=True):
     for p, name in PLACEMENTS.items():
@@ -365,7 +367,8 @@ for n in DEPTHS:
 #   identical, so its output barely depends on the input. Noci et al. 2022 (arXiv
 #   2206.03126) report the same alignment growing with depth in Post-LN Transformers and
 #   find that it can inhibit training; this page does not prove that it is the cause
-#   here. DeepNorm trains at every depth tested, and so does Pre-LN, which closes less
+#   here (the other candidates:
+#   [why Pre-LN trains more stably](../../placement/pre-ln/#why-pre-ln-trains-more-stably)). DeepNorm trains at every depth tested, and so does Pre-LN, which closes less
 #   of the gap than DeepNorm at 24 and 48 layers in this budget (the shares are
 #   printed). ReZero hardly moves. Each of its branches enters through an $\alpha$ that
 #   starts at 0, and Adam moves a weight by at most about the learning rate per step

@@ -39,6 +39,8 @@
 #   以加大其权重，把初始化按 $\beta = (8N)^{-1/4}$ 缩放，训练了 1,000
 #   层的模型；ReZero（Bachlechner et al. 2020，arXiv 2003.04887）去掉了归一化，让每个分支从权重 0
 #   开始，训练了 120 层的 Transformer。在 Xiong 等人的实验中，Pre-LN 不用预热也能训练（§4）。
+#   几种归一化位置为什么表现不同，统一放在
+#   [为什么 Pre-LN 训练更稳定](../../placement/pre-ln/#why-pre-ln-trains-more-stably)一节讨论。
 # - **这几篇文章怎么说**。它们正确地指出，Pre-LN 只对进入各子层的输入做归一化；
 #   但它们还说 Pre-LN 残差和的方差“相对稳定”[D]，说 Post-LN 训练深层网络“困难（>24层）”[D]，而 Pre-LN“可以训练100+层的网络”[D]，并且把 Sandwich-LN 写成 $\mathrm{LN}(x + F(\mathrm{LN}(x)))$。
 #   方差稳定的说法与引理 2 相矛盾，下面会实际测量；关于深度的说法在一个小设置下用 6、24 和 48
@@ -51,8 +53,8 @@
 # `Stack(24, d_model=64, n_heads=4, d_ff=256, activation="relu", final_norm=False)`；每个
 # `nn.Linear` 都重新初始化为 Xavier 正态分布，偏置为零（即 `snippets/lm_experiment.py` 中的
 # `xavier_init_(stack, qkv="per_projection")`：$W_q$、$W_k$、$W_v$ 各自作为一个独立的方阵，
-# 与论文中的写法以及 Xiong 等人分析时的处理一致），与[梯度实验](../gradients_at_init/)相同；
-# 输入为单位方差的高斯向量，批大小 8，序列长度 32；随机种子 0-4；不计算梯度。测量的量：
+# 与论文中的写法以及 Xiong 等人分析时的处理一致），与[初始化时的梯度范数](../gradients_at_init/)一页相同；
+# 输入为单位方差的高斯向量，批大小 8，序列长度 32；随机种子 0–4；不计算梯度。测量的量：
 # 每一层之后的 $\mathbb{E}\|x_l\|^2/d$，先对词元（token）取平均，再给出各种子上的均值和离散程度。
 #
 # **第 2 部分：可训练性**。`GPT(vocab_size=16, block_size=16, n_embd=32, n_head=2, n_layer=L, norm_position=P)`，使用
@@ -60,7 +62,7 @@
 # rezero。各个块中 `nn.Linear` 的权重与第 1 部分一样重新做 Xavier 初始化，只有 DeepNorm
 # 例外：它保留 DeepNet 自己按 $\beta$ 缩放的 Xavier 初始化（由 `GPT`
 # 施加）；嵌入和与之权重共享（weight tying）的输出层保留 GPT-2 的 $\mathcal{N}(0, 0.02)$。任务、
-# 训练器和结论用语都与[预热实验](../warmup/)相同，均来自 `snippets/lm_experiment.py`：
+# 训练器和结论用语都与[预热与学习率](../warmup/)一页相同，均来自 `snippets/lm_experiment.py`：
 #
 # - 任务：`MarkovLanguage(vocab_size=16, order=1, branching=2, seed=0)`，
 #   序列来自一条随机马尔可夫链，其中每个词元有两个可能的后继，概率随机；每个窗口从链走过 16
@@ -95,7 +97,7 @@
 # \frac{1}{2}\cdot d\cdot\frac{2}{d + d_{ff}} = \frac{2\,d\,d_{ff}}{(d + d_{ff})^2}$，
 # 下面把它和引理中每层 $\tfrac12$ 的下界斜率放在一起计算。
 # 当各词元相互独立时，注意力加得很少（它对各词元的值向量求平均）；词元变得相似以后就加得多了，
-# 而在这个网络中，词元恰恰会随深度变得相似；[梯度](../gradients_at_init/#a-loss-whose-gradient-depends-on-the-output)实验打印了词元之间的余弦相似度。
+# 而在这个网络中，词元恰恰会随深度变得相似；[初始化时的梯度范数](../gradients_at_init/#a-loss-whose-gradient-depends-on-the-output)一页打印了词元之间的余弦相似度。
 
 # %%
 
@@ -133,10 +135,10 @@
 # - **可训练性**。结论行说明了哪些运行发散了、哪些最终不比 unigram
 #   好、哪些训练成功。在这个设置下，Post-LN 在 6 层时能训练，在 24 层和 48
 #   层时则停滞不前：它的留出集损失停在 unigram 损失上，也就是忽略前面词元的模型所能达到的最好损失。
-#   它并没有发散。这与[梯度实验](../gradients_at_init/)的结果一致：那里用的是非因果、更宽的网络，
+#   它并没有发散。这与[初始化时的梯度范数](../gradients_at_init/)一页的结果一致：那里用的是非因果、更宽的网络，
 #   初始化时就测到，深层 Post-LN 网络顶部的各词元几乎完全相同，
 #   因此网络的输出几乎不依赖于输入。Noci 等人 2022 年（arXiv 2206.03126）报告了 Post-LN Transformer
-#   中同样的、随深度加剧的对齐现象，并发现它可能会阻碍训练；本页并不能证明它就是这里的原因。DeepNorm 在测试的每种深度下都能训练，Pre-LN 也是如此，不过在这个训练预算下，在 24 层和 48
+#   中同样的、随深度加剧的对齐现象，并发现它可能会阻碍训练；本页并不能证明它就是这里的原因（其他候选原因见[为什么 Pre-LN 训练更稳定](../../placement/pre-ln/#why-pre-ln-trains-more-stably)）。DeepNorm 在测试的每种深度下都能训练，Pre-LN 也是如此，不过在这个训练预算下，在 24 层和 48
 #   层时，Pre-LN 缩小的差距不如 DeepNorm 多（各自的比例已打印）。ReZero
 #   几乎没有动。它的每个分支都通过一个从 0 开始的 $\alpha$ 接入，而 Adam
 #   每一步对一个权重的改变最多约为学习率的大小（Kingma & Ba 2015，arXiv 1412.6980，
@@ -150,13 +152,12 @@
 # ## 参考来源 { #sources }
 #
 # - Xiong et al. 2020, arXiv 2002.04745：§3.2（预热），§3.3（引理 2），§4。
-# - Kim et al. 2025 (Peri-LN), arXiv 2502.02732；Ding et al. 2021 (CogView, Sandwich-LN),
-#   arXiv 2105.13290，代码见 THUDM/CogView `mpu/sparse_transformer.py`。
-# - Sun et al. 2025, *The Curse of Depth in Large Language Models*, arXiv 2502.05795。
-# - Wang et al. 2022 (DeepNet), arXiv 2203.00555，$\alpha$ 和 $\beta$ 见图 2(b)。
-# - Bachlechner et al. 2020 (ReZero), arXiv 2003.04887。
-# - Kingma & Ba 2015 (Adam), arXiv 1412.6980, §2.1。
-# - Noci et al. 2022, *Signal propagation in Transformers*, arXiv 2206.03126。
+# - Kim et al. 2025（Peri-LN），arXiv 2502.02732；Ding et al. 2021（CogView, Sandwich-LN），arXiv 2105.13290，代码见 THUDM/CogView `mpu/sparse_transformer.py`。
+# - Sun et al. 2025，*The Curse of Depth in Large Language Models*，arXiv 2502.05795。
+# - Wang et al. 2022（DeepNet），arXiv 2203.00555，$\alpha$ 和 $\beta$ 见图 2(b)。
+# - Bachlechner et al. 2020（ReZero），arXiv 2003.04887。
+# - Kingma & Ba 2015（Adam），arXiv 1412.6980，§2.1。
+# - Noci et al. 2022，*Signal propagation in Transformers*，arXiv 2206.03126。
 # - 代码：`snippets/depth_probe.py`（残差流探针）、`snippets/lm_experiment.py`（任务、训练器、`outcome` 和 `xavier_init_`）、`snippets/grad_norms.py`（`power_law_fit`）、`snippets/transformer.py`（`Stack`、`GPT`），各自都有测试。
 
 # %%

@@ -35,25 +35,14 @@
 #   the FFN weights grows with the layer index in Post-LN and stays almost flat in
 #   Pre-LN; the last layer's gradient is about constant over depths 6-6 to 14-14 in
 #   Post-LN and decreases with depth in Pre-LN.
-# - **What the source articles say.** They claim that in a deep Post-LN stack the
-#   gradient *vanishes* on its way down, because every LayerNorm divides it by a
-#   standard deviation, and that Pre-LN's identity path lets it bypass the norms. The
-#   second half is the
-#   [Pre-LN derivation](../../placement/pre-ln/#a-clean-identity-path). The first half
-#   has support in the literature, with qualifications. Xiong et al.'s Figure 3 shows
-#   Post-LN's gradient growing with the layer index, that is, smaller in the lower
-#   layers; their own point is the other end, the *large* gradient near the output at
-#   initialization, which is why Post-LN needs warmup. Liu et al. 2020 (Admin, arXiv
-#   2004.08249, §3) observe gradient vanishing in Post-LN decoders (not in its encoders)
-#   and argue that it is not the root cause of the instability, since removing it alone
-#   does not stabilize training; they blame an amplification effect. Takase et al.
-#   (arXiv 2206.00330) argue the opposite: that the vanishing gradient caused by
-#   Post-LN's norms is the main reason deep Post-LN models fail. Mix-LN (Li et al. 2024,
-#   arXiv 2412.13795) likewise describes Post-LN as starving its early layers of
-#   gradient. So "the gradient shrinks toward the bottom of a deep Post-LN stack" is
-#   reported by several papers; whether that is what makes Post-LN hard to train is
-#   disputed. The measurements below show what happens in this setting, at
-#   initialization.
+# - **Does the gradient vanish toward the bottom of Post-LN?** Several papers report
+#   smaller gradients in Post-LN's lower layers: Xiong et al.'s Figure 3 (at
+#   initialization), Liu et al. 2020 (Admin, arXiv 2004.08249, §3, in decoders, not in
+#   encoders), Takase et al. (arXiv 2206.00330) and Mix-LN (Li et al. 2024, arXiv
+#   2412.13795). Whether that is what makes Post-LN hard to train is disputed. This page
+#   measures the per-layer profile at initialization, in its own setting; how the result
+#   fits with the other explanations of Post-LN's instability is discussed once, in
+#   [why Pre-LN trains more stably](../../placement/pre-ln/#why-pre-ln-trains-more-stably).
 #
 # ## Settings
 #
@@ -169,7 +158,7 @@ for n_layers in (6, 24):
 # bootstrap interval over the seeds.
 
 
-# %% alt="Last layer's W² gradient norm vs depth L, linear loss, with flat and 1/√L references"
+# %% alt="Last layer's W² gradient norm vs depth L, linear loss, with flat and 1/√L references" tags=["collapse"]
 def last_layer(p, loss="linear"):
     last = [sweeps[p][n][loss][:, -1] for n in DEPTHS]
     return torch.stack(last, dim=1)  # (seeds, depths)
@@ -319,10 +308,10 @@ for n in DEPTHS:
 #   path plus the contribution of every branch above them. Xiong et al. measured a 6-6
 #   encoder-decoder on a translation task; random inputs and random targets on an
 #   encoder stack are a different setting, and this page does not tell which difference
-#   matters.
-# - **No vanishing gradient at these depths, in this setting.** The source articles'
-#   claim that Post-LN's gradient vanishes on the way down does not show at 24 layers at
-#   initialization here: in neither placement is the first layer's gradient smaller than
+#   matters (what this leaves open: [why Pre-LN trains more
+#   stably](../../placement/pre-ln/#why-pre-ln-trains-more-stably)).
+# - **No vanishing gradient at these depths, in this setting.** A Post-LN gradient that
+#   vanishes on its way down does not show at 24 layers at initialization here: in neither placement is the first layer's gradient smaller than
 #   the last layer's (ratios above). This does not contradict the papers above: Xiong et
 #   al.'s Figure 3 measures a 6-6 encoder-decoder on translation data (see the bullet
 #   above), Admin finds the vanishing in decoders, and Admin and Mix-LN look at models

@@ -32,20 +32,12 @@
 # - **图 3**（§3.4；6-6 层的翻译模型，10 个随机种子）：在 Post-LN
 #   中，前馈网络（FFN）权重的逐层梯度范数随层序号增大，在 Pre-LN 中则几乎持平；最后一层的梯度在
 #   Post-LN 中从 6-6 到 14-14 的各种深度下大致不变，在 Pre-LN 中则随深度减小。
-# - **这几篇文章怎么说**。它们说：在很深的 Post-LN
-#   网络中，梯度在向下传播的途中会**消失**，因为每个 LayerNorm 都要把它除以一个标准差；而 Pre-LN
-#   的恒等路径让梯度可以绕过这些归一化层。后半句正是 [Pre-LN
-#   的推导](../../placement/pre-ln/#a-clean-identity-path)。前半句在文献中有依据，
-#   但要附带限定条件。Xiong 等人的图 3 显示，Post-LN 的梯度随层序号增大，也就是说越往下层越小；
-#   不过他们自己关注的是另一端，即初始化时靠近输出处的**大**梯度，这正是 Post-LN
-#   需要学习率预热（warmup）的原因。Liu 等人 2020 年的工作（Admin，arXiv 2004.08249，§3）在
-#   Post-LN 的解码器中（而非编码器中）观察到了梯度消失，但认为它不是训练不稳定的根本原因，
-#   因为单独消除梯度消失并不能让训练稳定下来；他们把问题归因于一种放大效应。Takase
-#   等人（arXiv 2206.00330）的看法正好相反：Post-LN 的归一化层造成的梯度消失，正是深层 Post-LN
-#   模型训练失败的主要原因。Mix-LN（Li et al. 2024，arXiv 2412.13795）同样认为 Post-LN
-#   让靠前的层得不到足够的梯度。所以，“在深层 Post-LN
-#   网络中，梯度越往底部越小”这一现象有多篇论文报告过；但它是不是 Post-LN
-#   难以训练的原因，仍有争议。下面测的是：在本页的设置下，初始化时实际会怎样。
+# - **Post-LN 的梯度会越往底层越小吗**？多篇论文报告过 Post-LN 较低层的梯度偏小：Xiong
+#   等人的图 3（初始化时）、Liu 等人 2020 年的 Admin（arXiv 2004.08249，§3，出现在解码器中而非编码器中）、
+#   Takase 等人（arXiv 2206.00330）和 Mix-LN（Li et al. 2024，arXiv 2412.13795）。但这是不是
+#   Post-LN 难以训练的原因，仍有争议。本页只在自己的设置下测量初始化时的逐层梯度分布；这个结果与
+#   Post-LN 不稳定的其他几种解释如何对上，统一放在
+#   [为什么 Pre-LN 训练更稳定](../../placement/pre-ln/#why-pre-ln-trains-more-stably)一节讨论。
 #
 # ## 设置 { #settings }
 #
@@ -65,7 +57,7 @@
 #   所讨论的。对照：先乘一个固定的随机读出矩阵、再算均方误差，
 #   即 $\operatorname{mean}(\mathrm{out}\,R - y)^2$，其中 $R \sim \mathcal{N}(0, 1/d)$，
 #   它的梯度还与输出有关。
-# - 随机种子 0-9（同时决定模型初始化和数据），报告各种子上的均值和标准差。梯度指
+# - 随机种子 0–9（同时决定模型初始化和数据），报告各种子上的均值和标准差。梯度指
 #   `layers[l].mlp.sublayer.proj.weight` 的 $\|\partial \mathcal{L}/\partial W^{2,l}\|_F$。
 # - 单个 CPU 线程（`torch.set_num_threads(1)`）：这些张量太小，算子内部的多线程带不来好处；
 #   单线程也让构建在共享机器上保持快速。
@@ -120,15 +112,16 @@
 #   并且在每种深度下都比 Pre-LN 的大，差距的倍数随 $L$ 增大。Pre-LN 的梯度随深度下降，在 6 到 24
 #   层之间比 $1/\sqrt{L}$ 略快。机制表说明了原因：梯度乘以 $\mathrm{rms}(x_L)$
 #   大致保持不变，所以梯度随 $1/\mathrm{rms}(x_L)$ 变化（引理 3），而在这个网络中 $x_L$ 的增长比
-#   $\sqrt{L}$ 略快（见上面的 $q$；[深度实验](../depth/)逐层展示了残差流）。定理 1 中的
+#   $\sqrt{L}$ 略快（见上面的 $q$；[深度与残差流](../depth/)一页逐层展示了残差流）。定理 1 中的
 #   $1/\sqrt{L}$ 对应的是 $\mathbb{E}\|x_L\|^2$ 线性增长的情形（引理 2）。
 # - **这里没有复现出图 3（a、b）**。在 Xiong 等人的测量中，Post-LN 的逐层梯度越往顶部越大，Pre-LN
 #   的则几乎持平。而在这里，Post-LN 的梯度在各层之间大致持平，顶部略低（见上面的比值）；Pre-LN
 #   的梯度则朝顶部急剧下降：它的较低层除了恒等路径传来的梯度，还会收到上方每个分支的贡献。Xiong
 #   等人测的是翻译任务上的 6-6 层编码器-解码器；在编码器网络上用随机输入和随机目标是另一种设置，
-#   本页无法判断究竟是哪一处差异在起作用。
-# - **在这些深度、这个设置下，没有出现梯度消失**。这几篇文章说 Post-LN 的梯度在向下传播时会消失，
-#   但在这里，24 层、初始化时并没有出现这种现象：无论哪种归一化位置，
+#   本页无法判断究竟是哪一处差异在起作用（这留下了哪些问题，见
+#   [为什么 Pre-LN 训练更稳定](../../placement/pre-ln/#why-pre-ln-trains-more-stably)）。
+# - **在这些深度、这个设置下，没有出现梯度消失**。Post-LN 的梯度在向下传播时逐渐消失，
+#   这种现象在这里 24 层、初始化时并没有出现：无论哪种归一化位置，
 #   第一层的梯度都不比最后一层的小（见上面的比值）。这与上面提到的论文并不矛盾：Xiong 等人的图 3
 #   测的是翻译数据上的 6-6 层编码器-解码器（见上一条），Admin 发现的梯度消失出现在解码器中，而
 #   Admin 和 Mix-LN 考察的是训练过程中的模型，并不只看初始化时；
@@ -144,14 +137,12 @@
 #
 # ## 参考来源 { #sources }
 #
-# - Xiong et al. 2020, *On Layer Normalization in the Transformer Architecture*,
-#   arXiv 2002.04745：§3.3（引理 2、引理 3、定理 1），§3.4（图 3）。
-# - Liu et al. 2020 (Admin), arXiv 2004.08249, §3（Post-LN 解码器中的梯度消失）。
-# - Takase et al. 2023, *On Layer Normalizations and Residual Connections in Transformers*,
-#   arXiv 2206.00330。
-# - Li, Yin, Liu 2024 (Mix-LN), arXiv 2412.13795。
-# - Vaswani et al. 2017, arXiv 1706.03762, §3.3（使用 ReLU 的前馈网络）。
-# - Glorot & Bengio 2010, *Understanding the difficulty of training deep feedforward neural
+# - Xiong et al. 2020，*On Layer Normalization in the Transformer Architecture*，arXiv 2002.04745：§3.3（引理 2、引理 3、定理 1），§3.4（图 3）。
+# - Liu et al. 2020（Admin），arXiv 2004.08249，§3（Post-LN 解码器中的梯度消失）。
+# - Takase et al. 2023，*On Layer Normalizations and Residual Connections in Transformers*，arXiv 2206.00330。
+# - Li, Yin, Liu 2024（Mix-LN），arXiv 2412.13795。
+# - Vaswani et al. 2017, arXiv 1706.03762，§3.3（使用 ReLU 的前馈网络）。
+# - Glorot & Bengio 2010，*Understanding the difficulty of training deep feedforward neural
 #   networks*（Xavier 初始化）；PyTorch `torch.nn.init.xavier_normal_`。
 # - Dong, Cordonnier, Loukas 2021, arXiv 2103.03404；Noci et al. 2022, arXiv 2206.03126。
 # - 代码：`snippets/grad_norms.py`（探针）、`snippets/lm_experiment.py`（`xavier_init_`）和

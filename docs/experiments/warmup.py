@@ -26,14 +26,12 @@
 #   reaches 8.45 BLEU against about 34 with it, and with 500 warmup steps it reaches
 #   31.16 BLEU at a peak learning rate of 5e-4 but only 2.77 at 1e-3. The higher the
 #   learning rate, the more warmup matters.
-# - **Why.** At initialization the gradient of the last layers of Post-LN does not
-#   shrink with depth, while Pre-LN's shrinks like $1/\sqrt{L}$ (§3.3, Theorem 1; see
-#   the page on
-#   [Post-LN](../../placement/post-ln/#what-xiong-et-al-proved-theorem-1-and-lemma-2)).
-#   Large gradients and the full learning rate from step one make the first updates of
-#   Post-LN large; warmup keeps them small until the model has moved away from its
-#   initialization. The argument is about the model *at initialization*, so the
-#   initialization is part of the setting.
+# - **Why**, in Xiong et al.'s account (§3.3, Theorem 1): at initialization Post-LN's
+#   last layers get gradients that do not shrink with depth, so the full learning rate
+#   makes its first updates large, and warmup keeps them small. The argument is about
+#   the model *at initialization*, so the initialization is part of the setting. How
+#   this fits with the other explanations:
+#   [why Pre-LN trains more stably](../../placement/pre-ln/#why-pre-ln-trains-more-stably).
 # - **Pre-LN trains without warmup** (§4): about 34 BLEU on IWSLT14 at 5e-4
 #   with no warmup; for BERT, Post-LN with 10k warmup steps at 1e-4 diverged at
 #   3e-4, where Pre-LN trained with no warmup.
@@ -136,7 +134,7 @@ for name, value in base.items():
 # ## The grid: placement × warmup × learning rate
 
 
-# %%
+# %% tags=["collapse"]
 def make_model(norm_position: str, seed: int = 0, init: str = "xavier") -> GPT:
     torch.manual_seed(seed)
     config = GPTConfig(
@@ -304,7 +302,7 @@ print(
 # Computed from the runs above: the main verdict, then the checks behind the
 # other claims.
 
-# %%
+# %% tags=["collapse"]
 hi = LRS["high"]
 
 
@@ -450,7 +448,8 @@ display(
 #   The failure needs weights of Xavier scale, as in the exploration, where it
 #   also needed the wider model. Both results come from the same notebook run,
 #   and a reader should weigh them together: at this scale, whether Post-LN
-#   needs warmup depends on the initialization.
+#   needs warmup depends on the initialization (how this fits with the papers:
+#   [why Pre-LN trains more stably](../../placement/pre-ln/#why-pre-ln-trains-more-stably)).
 # - **The source articles' claims**, at this scale: "Post-LN needs warmup"
 #   holds at the high learning rate with Xavier initialization, not at the
 #   moderate one and not with GPT-2's initialization. "Pre-LN can use a larger

@@ -24,12 +24,10 @@
 # - **Post-LN 需要预热**。Xiong 等人 2020 年（[arXiv 2002.04745](https://arxiv.org/abs/2002.04745)，§3.2）用 Adam（β = (0.9, 0.98)）在
 #   IWSLT14 De-En 上训练一个 6 + 6 层的 Post-LN Transformer：不预热只能达到 8.45 BLEU，预热则约为 34；
 #   预热 500 步时，峰值学习率 5e-4 能达到 31.16 BLEU，1e-3 却只有 2.77。学习率越高，预热就越重要。
-# - **原因**。初始化时，Post-LN 最后几层的梯度不随深度缩小，而 Pre-LN 的梯度按 $1/\sqrt{L}$
-#   缩小（§3.3，定理 1；见
-#   [Post-LN](../../placement/post-ln/#what-xiong-et-al-proved-theorem-1-and-lemma-2)
-#   一页）。梯度本来就大，又从第一步起就用满学习率，Post-LN 最初几次更新的幅度就会很大；
-#   预热让更新在模型离开初始点之前保持较小。这个论证针对的是**初始化时**的模型，
-#   所以初始化方式本身也是实验设置的一部分。
+# - **原因**，按 Xiong 等人的解释（§3.3，定理 1）：初始化时，Post-LN 最后几层的梯度不随深度缩小，
+#   用满学习率时最初几次更新的幅度就会很大，预热则让它们保持较小。这个论证针对的是**初始化时**的模型，
+#   所以初始化方式本身也是实验设置的一部分。它与其他几种解释如何对上，见
+#   [为什么 Pre-LN 训练更稳定](../../placement/pre-ln/#why-pre-ln-trains-more-stably)。
 # - **Pre-LN 不预热也能训练**（§4）：在 IWSLT14 上，学习率 5e-4、不预热时约为 34 BLEU；在 BERT
 #   上，预热 10k 步、学习率 1e-4 的 Post-LN 把学习率提高到 3e-4 就发散了，而 Pre-LN
 #   在这个学习率下不预热也能训练。
@@ -55,7 +53,7 @@
 #   作为一个矩阵整体初始化（`xavier_init_(model, qkv="fused")`，与 PyTorch 的
 #   `nn.MultiheadAttention` 对其 `in_proj_weight` 的做法相同），因此 $W_q$、$W_k$、$W_v$
 #   的权重比分成三个独立的 $d \times d$ 矩阵初始化时小 $\sqrt{2}$
-#   倍；后者是[梯度](../gradients_at_init/)实验和[深度](../depth/)实验的设置。种子相同时，
+#   倍；后者是[初始化时的梯度范数](../gradients_at_init/)和[深度与残差流](../depth/)两个实验的设置。种子相同时，
 #   两种归一化位置从相同的权重出发。`GPT` 默认使用的 GPT-2 初始化放在最后尝试，因为它会改变结论。
 # - **训练**：Adam，β = (0.9, 0.98)，无权重衰减，无梯度裁剪；共 150 步，每步 32 条序列、每条 16
 #   个词元；线性预热 0 步或 50 步，之后余弦衰减到 0；峰值学习率 2e-3（中等）或 1e-2（高）。由 8
@@ -142,7 +140,7 @@
 #   GPT-2 的结论行给出了三个种子的计数）：高学习率、无预热的 Post-LN
 #   能够训练，而且最终损失可能**低于** Pre-LN。要出现失败，权重需要达到 Xavier
 #   的量级，前期探索中也是如此，而且那时还需要更宽的模型。两个结果出自同一次 notebook
-#   运行，读者应当把它们放在一起权衡：在这个规模上，Post-LN 是否需要预热取决于初始化。
+#   运行，读者应当把它们放在一起权衡：在这个规模上，Post-LN 是否需要预热取决于初始化（它与论文如何对上，见[为什么 Pre-LN 训练更稳定](../../placement/pre-ln/#why-pre-ln-trains-more-stably)）。
 # - **这几篇文章的论断**，在这个规模上的检验结果：Post-LN“需要预热”[D]，在高学习率、Xavier
 #   初始化时成立，在中等学习率下或使用 GPT-2 初始化时都不成立。Pre-LN“可以使用更大的学习率”[D]，也只在同样狭窄的意义上成立：用 Xavier 初始化时，高学习率、无预热能训练
 #   Pre-LN，却训练不了 Post-LN；用 GPT-2 初始化时两者都能训练。Pre-LN“收敛更快”[D]：上面的“steps to
@@ -156,13 +154,12 @@
 #
 # ## 参考来源 { #sources }
 #
-# - Xiong et al. 2020, *On Layer Normalization in the Transformer Architecture*,
-#   [arXiv 2002.04745](https://arxiv.org/abs/2002.04745)：§3.2（预热研究），§3.3（定理
+# - Xiong et al. 2020，*On Layer Normalization in the Transformer Architecture*，[arXiv 2002.04745](https://arxiv.org/abs/2002.04745)：§3.2（预热研究），§3.3（定理
 #   1），§4（不用预热的 Pre-LN，BERT）。
-# - Vaswani et al. 2017, [arXiv 1706.03762](https://arxiv.org/abs/1706.03762), §5.3（Adam
-#   β = (0.9, 0.98)，先预热，再按平方根倒数衰减）。
-# - Glorot & Bengio 2010, *Understanding the difficulty of training deep feedforward neural
+# - Vaswani et al. 2017，[arXiv 1706.03762](https://arxiv.org/abs/1706.03762)，§5.3（Adam
+#   β =（0.9, 0.98），先预热，再按平方根倒数衰减）。
+# - Glorot & Bengio 2010，*Understanding the difficulty of training deep feedforward neural
 #   networks*（Xavier 初始化）。
 # - Radford et al. 2019（GPT-2 技术报告），§2.3（残差层的初始权重按 $1/\sqrt{N}$ 缩放）。
-# - Touvron et al. 2023 (LLaMA), [arXiv 2302.13971](https://arxiv.org/abs/2302.13971), §2.3。
+# - Touvron et al. 2023（LLaMA），[arXiv 2302.13971](https://arxiv.org/abs/2302.13971)，§2.3。
 # - 代码：`snippets/lm_experiment.py`（数据、学习率调度、训练循环、结论判定、初始化），`snippets/transformer.py`（模型）。
