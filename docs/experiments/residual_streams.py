@@ -30,7 +30,7 @@
 #   [depth experiment](../depth/) measures the growth on this stack. The gradient of the
 #   last layer's feed-forward weight shrinks with depth (Theorem 1, measured in the
 #   [gradient experiment](../gradients_at_init/)).
-# - **HC** (Zhu et al. 2025, arXiv 2409.19606) keeps $n$ copies of the stream. Each
+# - **HC** (Zhu et al. 2024, arXiv 2409.19606) keeps $n$ copies of the stream. Each
 #   sublayer reads a weighted sum of them (`pre`), adds its output to every copy with a
 #   weight (`post`), and mixes the copies with an $n \times n$ matrix (`comb`). §2.3
 #   chooses the initialization "to make the initialization of the hyper-connections
@@ -48,7 +48,7 @@
 #   peaks of 3000 (Fig. 3 b). A CPU build cannot train a model like that; this page
 #   checks the initialization, and then what a given departure of the mixing matrices
 #   from the identity does over depth.
-# - **mHC** (the same paper, §4.1-4.2) passes the mixing logits through Sinkhorn-Knopp,
+# - **mHC** (the same paper, §4.1–4.2) passes the mixing logits through Sinkhorn-Knopp,
 #   so every mixing matrix is doubly stochastic (non-negative, rows and columns summing
 #   to 1). Such a matrix has spectral norm at most 1, and a product of them is doubly
 #   stochastic again (§4.1), so the product should stay at or below 1 at any depth. The
@@ -89,7 +89,7 @@
 #   initializes DeepSeek-V4's connections (`DeepseekV4PreTrainedModel._init_weights`;
 #   the mHC paper's own runs start their gating factors at 0.01, Table 5); AttnRes's
 #   pseudo-queries 0; DenseFormer's averages the identity.
-# - Input: unit-variance Gaussian vectors, batch 4, sequence length 32; seeds 0-2 for the
+# - Input: unit-variance Gaussian vectors, batch 4, sequence length 32; seeds 0–2 for the
 #   model and the data; mean and standard deviation over the seeds.
 # - **The stream**, $\mathbb{E}\|x_l\|^2/d$ after block $l$ (the mean of the squares
 #   over batch, tokens and features; $l = 0$ is the input, whose value is about 1), where
@@ -124,7 +124,7 @@
 # - One CPU thread (`torch.set_num_threads(1)`): these tensors are too small to gain
 #   from intra-op threads, and one thread keeps the build fast on a shared machine.
 
-# %%
+# %% tags=["collapse"]
 import matplotlib.pyplot as plt
 import torch
 from IPython.display import display
@@ -261,7 +261,7 @@ ax.set_ylabel(r"$E\,\|x_L\|^2 / d$ after the last layer")
 ax.legend()
 plt.show()
 
-# %%
+# %% tags=["collapse"]
 growth = {r: top[r] / torch.stack([stacked(r, n, "sq")[:, 0] for n in DEPTHS], 1) for r in NAMES}
 print("stream growth E||x_L||^2/d / E||x_0||^2/d, mean (std) over seeds")
 print(f"{'':13s}" + "".join(f"{f'L = {n}':>18s}" for n in DEPTHS) + "   exponent k [95% CI]")
@@ -556,7 +556,7 @@ print(f"mHC runs whose product's spectral norm exceeds 1 + 1e-5: {above or 'none
 #
 # ## Sources
 #
-# - Zhu et al. 2025, *Hyper-Connections*, arXiv 2409.19606: §2.3 and Eq. 14
+# - Zhu et al. 2024 (ICLR 2025), *Hyper-Connections*, arXiv 2409.19606: §2.3 and Eq. 14
 #   (initialization equivalent to Pre-Norm).
 # - Xie et al. 2025, *mHC: Manifold-Constrained Hyper-Connections*, arXiv 2512.24880
 #   (v2): §3.1 with Figs. 2 and 3 (HC's instability, Amax Gain Magnitude), §4.1 (doubly

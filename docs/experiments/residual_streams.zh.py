@@ -13,8 +13,8 @@
 # %% [markdown]
 # # 初始化时的多条残差流 { #residual-streams-at-initialization }
 #
-# 超连接（Hyper-Connections，HC）、流形约束超连接（mHC）、注意力残差（Attention
-# Residuals，AttnRes）和 DenseFormer 改变的是：一个子层的输出如何到达它后面的子层。本页要问的是，
+# 超连接（Hyper-Connections，HC）、流形约束超连接（mHC）、注意力残差（AttnRes）和 DenseFormer
+# 改变的是子层输出传到后续各层的方式。本页要问的是，
 # 它们各自对刚初始化的网络有什么影响：残差流逐层会变得多大，每一层得到多少梯度；对 HC 和 mHC
 # 来说，还有混合各条流的矩阵沿深度连乘之后会怎样。模型是本手册的 `Stack(..., residual=...)`（`snippets/transformer.py`）。每次构建网站都会执行本页，下面的每个数字都来自那次运行。
 #
@@ -23,36 +23,32 @@
 # - **前置层归一化**（Pre-LN，`residual="add"`）不对残差和做归一化，残差和随深度增长：Xiong 等人
 #   2020 年（arXiv 2002.04745，§3.3，引理 2）在他们的简化设置下把 $\mathbb{E}\|x_l\|^2$
 #   限定在 $(1 + \tfrac{l}{2})\,d$ 与 $(1 + \tfrac{3l}{2})\,d$ 之间（见
-#   [Pre-LN](../../placement/pre-ln/#the-residual-stream-grows)）；[深度实验](../depth/)
-#   在这个网络上测量了这种增长。最后一层前馈权重的梯度随深度减小（定理 1，[梯度实验](../gradients_at_init/)中有测量）。
-# - **HC**（Zhu et al. 2025，arXiv 2409.19606）保留残差流的 $n$ 个副本。每个子层读取它们的加权和
+#   [Pre-LN](../../placement/pre-ln/#the-residual-stream-grows)）；[深度与残差流](../depth/)一页
+#   在这个网络上测量了这种增长。最后一层前馈权重的梯度随深度减小（定理 1，[初始化时的梯度范数](../gradients_at_init/)一页中有测量）。
+# - **HC**（Zhu et al. 2024，arXiv 2409.19606）保留残差流的 $n$ 个副本。每个子层读取它们的加权和
 #   （`pre`），把自己的输出按权重加到每个副本上（`post`），并用一个 $n \times n$ 矩阵（`comb`）
-#   混合这些副本。§2.3 选择这种初始化，是为了“make the initialization of the hyper-connections
-#   equivalent to the Pre-Norm residual connections”（让超连接的初始化等价于 Pre-Norm
-#   残差连接）：动态部分从 0 开始，混合矩阵从单位矩阵开始（式 14）。因此在初始化时，HC
+#   混合这些副本。§2.3 选择这种初始化，是为了让超连接的初始化等价于 Pre-Norm
+#   残差连接：动态部分从 0 开始，混合矩阵从单位矩阵开始（式 14）。因此在初始化时，HC
 #   的每条曲线都应当与 Pre-LN 的相同，混合矩阵的每个连乘积都应当是单位矩阵。
 # - **HC 为什么可能爆炸**。Xie 等人（mHC，arXiv 2512.24880，§3.1）把子层 $l$ 的混合矩阵记作
 #   $\mathcal{H}^{\mathrm{res}}_l$：从子层 $l$ 到顶层的信号要经过连乘积
-#   $\prod_i \mathcal{H}^{\mathrm{res}}_i$，而对不受约束的矩阵来说，这个连乘积“inevitably
-#   deviates from the identity mapping”（不可避免地偏离恒等映射），于是信号“is prone to
-#   explosion or vanishing”（容易爆炸或消失）。他们的证据来自训练：一个 270 亿参数的模型（30 层，$n =
+#   $\prod_i \mathcal{H}^{\mathrm{res}}_i$，而对不受约束的矩阵来说，这个连乘积
+#   “不可避免地偏离恒等映射”，于是信号“容易爆炸或消失”。他们的证据来自训练：一个 270 亿参数的模型（30 层，$n =
 #   4$；表 5），其 HC 版本在第 12k 步左右出现损失突增（图 2），连乘积的 *Amax Gain
 #   Magnitude*（最大增益幅值：前向取其行和绝对值的最大者，反向取列和绝对值的最大者，
 #   并在一个序列的所有词元上取平均）峰值达到 3000（图 3 b）。CPU 上的构建无法训练这样的模型；
 #   本页检查的是初始化，然后再看混合矩阵偏离单位矩阵一定程度后，沿深度会发生什么。
-# - **mHC**（同一篇论文，§4.1-4.2）让混合矩阵的 logits 经过 Sinkhorn-Knopp 迭代，
+# - **mHC**（同一篇论文，§4.1–4.2）让混合矩阵的 logit 经过 Sinkhorn-Knopp 迭代，
 #   于是每个混合矩阵都是双随机矩阵（元素非负，各行、各列之和都为 1）。这样的矩阵谱范数至多为
 #   1，它们的乘积仍是双随机矩阵（§4.1），所以无论多深，连乘积都应当保持在 1 或以下。论文做 20
 #   次 Sinkhorn 迭代，这只是近似：在训练好的 270 亿参数模型中，连乘积的增益最大约为 1.6，而 HC
 #   接近 3000（§5.4）。本手册的 `HyperConnection(constrained=True)` 计算的内容与 Hugging Face
 #   transformers 中 DeepSeek-V4 的代码相同（手册的测试对两者做了比对）。
-# - **AttnRes**（Kimi Team 2026，arXiv 2603.15031）：在 Pre-LN 中，“this uniform aggregation
-#   causes uncontrolled hidden-state growth with depth, progressively diluting each layer's
-#   contribution”（摘要；意思是这种等权累加使隐藏状态随深度失控增长，逐步稀释每一层的贡献），
-#   §1 给出的增长量级是 $O(L)$。AttnRes 给每个子层输入的是嵌入和此前所有子层输出的 softmax
-#   加权平均（Full AttnRes，§3.1），每个子层有一个可学习的伪查询向量，并且“all pseudo-query
-#   vectors are initialized to zero so that the initial attention weights are uniform over
-#   source layers”（所有伪查询向量都初始化为零，使初始注意力权重在各来源层上均匀分布；§5）。
+# - **注意力残差**（Kimi Team 2026，arXiv 2603.15031）：在 Pre-LN 中，等权累加使隐藏状态随深度失控增长，
+#   逐步稀释每一层的贡献（摘要），
+#   §1 给出的增长量级是 $O(L)$。注意力残差给每个子层输入的是嵌入和此前所有子层输出的 softmax
+#   加权平均（全量注意力残差，§3.1），每个子层有一个可学习的伪查询向量，并且所有伪查询向量都初始化为零，
+#   使初始注意力权重在各来源层上均匀分布（§5）。
 #   于是在初始化时，一个子层的输入就是 Pre-LN 的和除以来源的个数。其后紧跟一个归一化（这里是分支中的
 #   LayerNorm），而归一化对整体缩放不敏感：我们预期各子层看到的与 Pre-LN 中相同，梯度也相同，
 #   而混合出的表示比 Pre-LN 的残差流小得多。论文关于幅值受控的论断针对的是训练好的 480 亿参数
@@ -67,16 +63,16 @@
 #
 # - `Stack(L, d_model=64, n_heads=4, d_ff=256, residual=R, activation="relu")`，编码器层（无因果
 #   掩码），不用随机失活（dropout），各分支按 Pre-LN 方式使用 LayerNorm，网络末尾带最终归一化；$L \in
-#   \{8, 16, 32, 64\}$，$R$ 取 add、hc、mhc、attnres（Full AttnRes：每个子层一个来源）和
+#   \{8, 16, 32, 64\}$，$R$ 取 add、hc、mhc、attnres（全量注意力残差：每个子层一个来源）和
 #   denseformer；HC 和 mHC 用 $n = 4$ 条流。
 # - 每个 `nn.Linear` 都重新初始化为 Xavier 正态分布，偏置为零，$W_q$、$W_k$、$W_v$
 #   各自作为一个独立的方阵（`snippets/lm_experiment.py` 中的
 #   `xavier_init_(stack, qkv="per_projection")`），与深度实验和梯度实验相同。各种连接保留自己的初始化：HC
 #   按 Zhu 等人的式 14；mHC 的投影为 $\mathcal{N}(0, 0.02^2)$、偏置 0、缩放 1，与 transformers
 #   5.23.0 初始化 DeepSeek-V4 连接的方式相同（`DeepseekV4PreTrainedModel._init_weights`；mHC
-#   论文自己的实验把门控因子初始化为 0.01，见表 5）；AttnRes 的伪查询向量为 0；DenseFormer
+#   论文自己的实验把门控因子初始化为 0.01，见表 5）；注意力残差的伪查询向量为 0；DenseFormer
 #   的平均为恒等。
-# - 输入：单位方差的高斯向量，批大小 4，序列长度 32；模型和数据用随机种子 0-2；
+# - 输入：单位方差的高斯向量，批大小 4，序列长度 32；模型和数据用随机种子 0–2；
 #   给出各种子上的均值和标准差。
 # - **残差流**：第 $l$ 个块之后的 $\mathbb{E}\|x_l\|^2/d$（对批、词元和特征上的平方取平均；$l =
 #   0$ 为输入，其值约为 1），其中 $x_l$ 是：add 取残差和；denseformer 取该块 DWA 的输出；hc 和
@@ -84,7 +80,7 @@
 # - **梯度**：每个块第二个前馈权重的 $\|\partial \mathcal{L}/\partial W^{2,l}\|_F$，损失为随机目标
 #   $y_t \sim \mathcal{N}(0, I)$ 上的线性损失
 #   $\mathcal{L} = \operatorname{mean}_t \langle y_t, \mathrm{out}_t\rangle$，$\mathrm{out}$
-#   是网络经最终归一化后的输出：与[梯度实验](../gradients_at_init/)的量和损失相同。
+#   是网络经最终归一化后的输出：与[初始化时的梯度范数](../gradients_at_init/)一页的量和损失相同。
 # - **混合矩阵的连乘积**。本手册的连接计算
 #   $h'_k = \mathrm{post}_k\,F(x) + \sum_j \mathrm{comb}_{jk}\,h_j$，因此论文中的
 #   $\mathcal{H}^{\mathrm{res}}$ 就是 $\mathrm{comb}^\top$。对每个词元，在前 $k$
@@ -138,7 +134,7 @@
 # ## 不受约束的 HC 会爆炸吗？ { #does-unconstrained-hc-blow-up }
 #
 # 初始化时 HC 的混合矩阵是单位矩阵，所以没有什么可以爆炸的（见上表）。问题在于它们不再是单位矩阵之后会怎样。
-# 下面的运行手动改动这些矩阵（见设置：HC 用 $I + \sigma Z$，mHC 用随机 logits $s Z$），64
+# 下面的运行手动改动这些矩阵（见设置：HC 用 $I + \sigma Z$，mHC 用随机 logit $s Z$），64
 # 层，连乘 128 个混合矩阵。两张图依次是 $P_k$ 的谱范数随子层数 $k$ 的变化，以及 mHC 论文所用的
 # Amax Gain Magnitude，纵轴均为对数刻度。
 
@@ -170,7 +166,7 @@
 #   这正是 mHC 论文 §3.1 所说的机制；这里的 $\sigma$ 只是旋钮，所以这些数字说明的是小的偏离在 128
 #   个矩阵上累积得有多快，而不是训练好的矩阵实际偏离多远。
 # - **在 Sinkhorn 迭代的精度内，mHC 的连乘积保持在 1 或以下**。初始化时，它的最大谱范数和 Amax
-#   增益都略低于 1（见表）。换成随机 logits 后，只要 logits 较小，它就仍保持在那里；logits 较大时，20 次
+#   增益都略低于 1（见表）。换成随机 logit 后，只要 logit 较小，它就仍保持在那里；logit 较大时，20 次
 #   Sinkhorn 迭代得到的矩阵并不完全是双随机的，连乘积会略微超过 1（见打印的列表和数值）：
 #   论文 §5.4 在训练好的 270 亿参数模型中看到的最大约 1.6，就是这种效应。
 # - **mHC 一开始就在平均它的各条流**。初始化时，它的每个混合矩阵对各条流之间的任何差异，
@@ -178,7 +174,7 @@
 #   连乘积在 float32 精度下就是秩一的（见打印的 $\sigma_2$）。各条流起初是副本，之后也几乎相等（见打印的差距），
 #   而双随机的混合保持它们的均值不变：均值流随深度以大致与 Pre-LN 相同的速率增长（见指数），
 #   最终也不比 Pre-LN 小（见打印的比值）。这个约束限制的是混合，而不是各子层加进来的量。
-# - **AttnRes 的混合随深度缩小，但各子层并不受影响**。每个子层读取的混合，就是 Pre-LN
+# - **注意力残差的混合随深度缩小，但各子层并不受影响**。每个子层读取的混合，就是 Pre-LN
 #   的和除以来源的个数（见打印的核对），所以它的均方随深度下降，而 Pre-LN 的则上升。
 #   分支中的归一化去掉了这个尺度：梯度与 Pre-LN 的一致，只差打印出的那一点；
 #   把每个归一化的 $\varepsilon$ 设为 $10^{-12}$ 后，差别降到浮点舍入的量级，所以剩下的差别来自
@@ -186,19 +182,19 @@
 # - **梯度**。在初始化时，每种拓扑的逐层梯度都与 Pre-LN 的形态相同：最后一层的梯度随深度以打印出的速率下降，
 #   接近定理 1 的 $1/\sqrt{L}$，而且前面几层得到的梯度比最后几层多（见打印的比值）。mHC
 #   的梯度逐层看与 Pre-LN 有差别（见打印的最大差别），但趋势相同。
-# - **没有做的：训练**。本页没有在本手册的马尔可夫语言（[预热](../warmup/)和[深度](../depth/)
-#   实验所用的任务）上做训练对比。mHC 每个子层 20 次 Sinkhorn 迭代给每一步都增加了许多小运算，
+# - **没有做的：训练**。本页没有在本手册的马尔可夫语言（[预热与学习率](../warmup/)和[深度与残差流](../depth/)
+#   两个实验所用的任务）上做训练对比。mHC 每个子层 20 次 Sinkhorn 迭代给每一步都增加了许多小运算，
 #   每种拓扑用多个种子、在多个深度上训练，超出了本页允许的构建时间；而且 CPU 上的构建也无法达到
 #   mHC 论文看到 HC 损失突增时的那几千步。
 #
 # ## 参考来源 { #sources }
 #
-# - Zhu et al. 2025, *Hyper-Connections*, arXiv 2409.19606：§2.3 与式 14（与 Pre-Norm 等价的初始化）。
-# - Xie et al. 2025, *mHC: Manifold-Constrained Hyper-Connections*, arXiv 2512.24880
-#   (v2)：§3.1 及图 2、图 3（HC 的不稳定性，Amax Gain Magnitude），§4.1（双随机矩阵：谱范数至多为
+# - Zhu et al. 2024（ICLR 2025），*Hyper-Connections*，arXiv 2409.19606：§2.3 与式 14（与 Pre-Norm 等价的初始化）。
+# - Xie et al. 2025，*mHC: Manifold-Constrained Hyper-Connections*，arXiv 2512.24880
+#（v2）：§3.1 及图 2、图 3（HC 的不稳定性，Amax Gain Magnitude），§4.1（双随机矩阵：谱范数至多为
 #   1，对乘法封闭），§4.2（Sinkhorn-Knopp，20 次迭代），§5.4（约 1.6 对比接近 3000），表 5（270 亿参数模型）。
-# - Kimi Team 2026, *Attention Residuals*, arXiv 2603.15031：摘要，§1，§3.1（Full AttnRes），§5（伪查询向量初始化为零）。
-# - Pagliardini et al. 2024, *DenseFormer*, arXiv 2402.02622；代码见 epfml/DenseFormer，提交
+# - Kimi Team 2026，*Attention Residuals*，arXiv 2603.15031：摘要，§1，§3.1（全量注意力残差），§5（伪查询向量初始化为零）。
+# - Pagliardini et al. 2024，*DenseFormer*，arXiv 2402.02622；代码见 epfml/DenseFormer，提交
 #   `c99a623`，`denseformer/denseformer.py`。
 # - Xiong et al. 2020, arXiv 2002.04745：§3.3，引理 2 与定理 1。
 # - Hugging Face transformers 5.23.0，`models/deepseek_v4/modeling_deepseek_v4.py`（`DeepseekV4HyperConnection`、`DeepseekV4PreTrainedModel._init_weights`）。
