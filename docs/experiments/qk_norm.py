@@ -132,7 +132,7 @@ for name, value in base.items():
 # layer itself computed. `head_norm_bound` is the bound derived on the page.
 
 
-# %%
+# %% tags=["collapse"]
 class SmallLM(nn.Module):
     """Token and position embeddings, a causal Pre-LN Stack, a tied output layer: the
     handbook's GPT, with ``attention`` (qk_norm, softcap) passed to every block."""
@@ -208,7 +208,7 @@ print(
 # layer, the largest $|s_{ij}|$ and that layer's bound at that step.
 
 
-# %%
+# %% tags=["collapse"]
 def run(variant, lr, seed):
     torch.manual_seed(seed)
     model = SmallLM(**VARIANTS[variant][1])
@@ -391,7 +391,7 @@ display(
 #   the loss. The training instabilities reported at scale are not reproduced here; this
 #   page does not test longer runs or larger models.
 
-# %%
+# %% tags=["collapse"]
 peaks = {key: run_[1].max().item() for key, run_ in runs.items()}
 high_final = torch.tensor(
     [runs["high", v, seed][0].final_loss for v in GRID["high"] for seed in SEEDS]

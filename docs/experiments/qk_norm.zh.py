@@ -18,12 +18,12 @@
 # ## 预期 { #what-we-expected }
 #
 # - **大规模训练中 logit 会增长**。Wortsman 等人 2023 年的论文（[arXiv 2309.14322](https://arxiv.org/abs/2309.14322)，摘要）把注意力层 logit 的增长列为训练不稳定的两个来源之一，这一现象此前由 Dehghani 等人 2023 年在 ViT-22B 上报告过（[arXiv 2302.05442](https://arxiv.org/abs/2302.05442)）。他们还写道，小模型在高学习率下训练时同样会出现这种增长，而大规模训练中用过的缓解手段在小模型上同样有效。logit 的定义是 $s_{ij} = q_i \cdot k_j / \sqrt{d}$，式中没有什么能阻止 $\|W_q\|$ 和 $\|W_k\|$ 变大，而 $s$ 随二者的乘积增长。
-# - **QK 归一化给 logit 设了上界**。若对每个头的查询和键各做一次权重为 $\gamma_q$、$\gamma_k$ 的 RMSNorm，则无论输入和投影权重是什么，都有 $|s_{ij}| \le \sqrt{d}\,\|\gamma_q \odot \gamma_k\|_\infty$（[推导](../../placement/qk-norm/#the-bound-on-a-logit)）。logit 的增长速度不会超过归一化权重的增长速度。
-# - **软上限限制的是 softmax 看到的值，而不是 logit 本身**。$c\tanh(s/c)$ 落在 $(-c, c)$ 之内（Gemma 2、Grok-1），但它下面的 $q$ 和 $k$ 仍然可以任意变大。
+# - **QK 归一化给 logit 设了上界**。若对每个头的查询和键各做一次权重为 $\gamma_q$、$\gamma_k$ 的 RMSNorm，则无论输入和投影权重是什么，都有 $|s_{ij}| \le \sqrt{d}\,\|\gamma_q \odot \gamma_k\|_\infty$（推导见 [logit 的上界](../../placement/qk-norm/#the-bound-on-a-logit)）。logit 的增长速度不会超过归一化权重的增长速度。
+# - **软上限限制的是 softmax 看到的值，而不是 logit 本身**。$c\tanh(s/c)$ 落在 $(-c, c)$ 之内（Gemma 2、Grok-1），但 $q$ 和 $k$ 本身仍然可以任意变大。
 #
 # ## 设置 { #settings }
 #
-# - **数据**：`snippets/lm_experiment.py` 中的 `MarkovLanguage`，与[预热实验](../warmup/)用的是同一种语言：定义在 16 个词元（token）上的随机稀疏二阶马尔可夫链，每一对前序词元只允许 3 个后继词元，概率随机（种子 0）。要预测得好，就得用到往前数第二个词元，所以模型必须用上注意力。每一步都抽取新的批次，种子相同的模型看到的批次也相同。参照损失（在下面打印）由马尔可夫链精确算出：`unigram`（只用词元频率）、`bigram`（只看前一个词元，用不着注意力）和 `optimal`（最优）。
+# - **数据**：`snippets/lm_experiment.py` 中的 `MarkovLanguage`，与[预热与学习率](../warmup/)一页用的是同一种语言：定义在 16 个词元（token）上的随机稀疏二阶马尔可夫链，每一对前序词元只允许 3 个后继词元，概率随机（种子 0）。要预测得好，就得用到往前数第二个词元，所以模型必须用上注意力。每一步都抽取新的批次，种子相同的模型看到的批次也相同。参照损失（在下面打印）由马尔可夫链精确算出：`unigram`（只用词元频率）、`bigram`（只看前一个词元，用不着注意力）和 `optimal`（最优）。
 # - **模型**：词元嵌入加位置嵌入，接 `snippets/transformer.py` 中由 2 个块组成的因果 Pre-LN `Stack`（宽度 64，4 个头，每个头的维度 $d = 16$，即 $q\cdot k/\sqrt{d}$ 中的 $d$；前馈层 256；LayerNorm；不用随机失活（dropout）；末尾有最终 LayerNorm），再接一个与词元嵌入共享权重的输出层。这就是本手册的 `GPT`，只是多了 `GPT` 不往下传的注意力选项。初始化与 `GPT` 相同（即 GPT-2 的初始化）：权重和嵌入取 $\mathcal{N}(0, 0.02)$，偏置为零，写回残差流的投影取 $\mathcal{N}(0, 0.02/\sqrt{2L})$。三种变体只在注意力上不同：
 #   - 不加 QK 归一化：$s = q\cdot k/\sqrt{d}$；
 #   - QK 归一化：`qk_norm="head"`，对每个头的查询和键各做一次带可学习权重的 RMSNorm（Qwen3 的做法，权重初始为 1）；
@@ -55,7 +55,7 @@
 # %% [markdown]
 # ## 训练过程中的最大 logit 与损失 { #the-largest-logit-and-the-loss-over-training }
 #
-# 曲线是三个种子的中位数，阴影带覆盖三个种子中最小到最大的值。logit 轴取对数刻度。对加软上限的模型，虚线是它的 softmax 实际看到的值 $c\tanh(\max s/c)$，实线是底下的 logit。
+# 曲线是三个种子的中位数，阴影带覆盖三个种子中最小到最大的值。logit 轴取对数刻度。对加软上限的模型，虚线是它的 softmax 实际看到的值 $c\tanh(\max s/c)$，实线是截断前的原始 logit。
 
 # %% alt="有无 QK 归一化和软上限时，最大注意力 logit 与训练损失随训练步数的变化"
 
@@ -83,8 +83,8 @@
 # %% [markdown]
 # ## 参考来源 { #sources }
 #
-# - Wortsman et al. 2023, *Small-scale proxies for large-scale Transformer training instabilities*，[arXiv 2309.14322](https://arxiv.org/abs/2309.14322)，摘要。
-# - Dehghani et al. 2023, *Scaling Vision Transformers to 22 Billion Parameters*，[arXiv 2302.05442](https://arxiv.org/abs/2302.05442)，此处依据 Wortsman 等人摘要中的引述。
+# - Wortsman et al. 2023，*Small-scale proxies for large-scale Transformer training instabilities*，[arXiv 2309.14322](https://arxiv.org/abs/2309.14322)，摘要。
+# - Dehghani et al. 2023，*Scaling Vision Transformers to 22 Billion Parameters*，[arXiv 2302.05442](https://arxiv.org/abs/2302.05442)，此处依据 Wortsman 等人摘要中的引述。
 # - Gemma 2：google/gemma_pytorch，提交 014acb7，`gemma/config.py`（`attn_logit_softcapping=50.0`、`head_dim=256`）和 `gemma/model.py`；Grok-1：xai-org/grok-1，提交 7050ed2，`model.py`（`30 * tanh(logits / 30)`）和 `run.py`（`key_size=128`）。
 # - Qwen3 的逐头 QK 归一化：Hugging Face transformers 5.23.0，`models/qwen3/modeling_qwen3.py`（`Qwen3Attention`），`tests/snippets/test_transformer.py` 检验了它与 `MultiHeadAttention(qk_norm="head")` 相等。
 # - 代码：`snippets/transformer.py`（`Stack`、`MultiHeadAttention`）、`snippets/lm_experiment.py`（`MarkovLanguage`、`train_lm`）。
