@@ -91,3 +91,84 @@ def stray_spaces(html: str, context: int = 12) -> list[str]:
                 after = run[gap.end(2) : gap.end(2) + context]
                 found.append(f"…{_shown(before)}[{_shown(gap.group(2))}]{_shown(after)}…")
     return found
+
+
+# --- In a page's source: the space after a bold lead-in, and the width of punctuation in a
+# list of sources. Both are read from the Markdown (tests/terms.py blanks what is not prose).
+
+FULL_WIDTH_END = "。：；！？，、）」』”"
+# A paragraph or list item that opens with bold: 「**动机。**保留……」
+LEAD_IN = re.compile(
+    r"^(?P<lead>[ \t]*(?:>[ \t]*)*(?:(?:[-*+]|\d+[.)])[ \t]+)?)\*\*(?P<bold>[^*\n]+?)\*\*"
+    r"(?P<outside>[。：；！？，、]?)(?P<gap>[ \t]*\n?[ \t]*)(?P<next>[^\s*]?)",
+    re.M,
+)
+
+
+def lead_in_gaps(prose: str, notebook: bool) -> list[tuple[int, str]]:
+    """(line, lead-in) of each bold lead-in of ``prose`` that ends in full-width punctuation
+    and is not followed straight by its sentence.
+
+    A page (Python-Markdown) writes 「**动机。**保留」: the space or line break in
+    「**动机。** 保留」 shows after the full stop. A notebook's cells are rendered by mistune,
+    which follows CommonMark: a closing ``**`` after punctuation closes only before a space
+    or punctuation, so 「**动机。**保留」 shows its asterisks; a notebook writes
+    「**动机**。保留」, the punctuation after the bold."""
+    found = []
+    for m in LEAD_IN.finditer(prose):
+        bold, outside, gap, following = m["bold"], m["outside"], m["gap"], m["next"]
+        if not following:
+            continue  # a bold line of its own, or bold that ends the paragraph
+        inside = bold[-1] in FULL_WIDTH_END
+        # a break after a line that ends in punctuation is joined by the build (resnorm_site/
+        # cjk.py); after a closing ** it is kept, for joining would break the emphasis
+        spaced = (inside or outside) and gap != "" and not ("\n" in gap and outside)
+        broken = notebook and inside and not outside
+        if spaced or broken:
+            line = prose.count("\n", 0, m.start()) + 1
+            shown = f"**{bold}**{outside}{gap}{following}".replace("\n", "⏎")
+            found.append((line, shown.replace("\0", "…")))
+    return found
+
+
+# In a list of sources the marks between the parts of an entry are full-width, as in the
+# prose around it: 「Zhu et al. 2024，*Hyper-Connections*，[arXiv 2409.19606](…)（v3）：§2.1」.
+# A half-width one stands only inside English: between two words of a name or a journal
+# (「Zhang, Sennrich」, 「SIAM J. Matrix Anal. Appl., 2008」), or round an equation number
+# (「式 (1)–(7)」). Titles (in italics), code, links and math are not looked at.
+SOURCE_PARTS = re.compile(
+    r"`[^`\n]+`|\[[^\]\n]*\]\([^()\s]*\)|(?<![*\w])\*[^*\n]+\*(?![*\w])|\$[^$\n]+\$|https?://\S+"
+)
+HALF_WIDTH = re.compile(r"[,;:()]")
+EQUATION_NUMBER = re.compile(r"\((?:\d+[a-z]?|[a-z])\)")  # 式 (3), 图 2(b)
+ENGLISH_SIDE = re.compile(r"[A-Za-z0-9.]")
+
+
+def half_width_marks(section: str) -> list[tuple[int, str]]:
+    """(line, context) of each line of a sources section with a half-width , ; : ( ) that
+    is not inside English, the marks shown in 【】; lines counted from the section's first."""
+    text = SOURCE_PARTS.sub(lambda m: "\0" * len(m.group(0)), section)
+    text = EQUATION_NUMBER.sub(lambda m: "\0" * len(m.group(0)), text)
+    marks: dict[int, list[int]] = {}
+    for m in HALF_WIDTH.finditer(text):
+        i = m.start()
+        before = text[:i].rstrip(" ")[-1:]
+        after = text[i + 1 :].lstrip(" ")[:1]
+        inside_english = (
+            m.group(0) in ",;:"
+            and all(ENGLISH_SIDE.match(c) for c in (before, after) if c)
+            and before
+            and after
+        )
+        if not inside_english:
+            marks.setdefault(text.count("\n", 0, i) + 1, []).append(i)
+    lines = section.split("\n")
+    found = []
+    for line, offsets in marks.items():
+        start = sum(len(x) + 1 for x in lines[: line - 1])
+        shown = list(lines[line - 1])
+        for i in reversed(offsets):
+            if i - start < len(shown):
+                shown[i - start] = f"【{shown[i - start]}】"
+        found.append((line, "".join(shown)))
+    return found

@@ -90,3 +90,26 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+# --- English quoted in Chinese prose ----------------------------------------------------
+
+# A quotation in any of the marks a Chinese page uses, and a run of English words in it.
+QUOTED = re.compile(r"“([^”]*)”|「([^」]*)」|『([^』]*)』|‘([^’]*)’|\"([^\"\n]*)\"")
+WORD = r"[A-Za-z][A-Za-z0-9'’.-]*"
+ENGLISH_WORDS = 6  # a quoted run this long is a sentence (or a title), not a name
+
+
+def english_quotations(prose: str, words: int = ENGLISH_WORDS) -> list[tuple[int, str]]:
+    """(offset, run) of each run of ``words`` or more English words inside quotation marks
+    in ``prose`` (a page as tests.terms.prose leaves it: code, math, comments and link
+    targets blanked). A Chinese page says such a sentence in Chinese; a title is set in
+    italics (``*Attention Is All You Need*``), not quoted; a line of code is code."""
+    run = re.compile(rf"{WORD}(?:[\s,;:!?()/&]+{WORD}){{{words - 1},}}")
+    found = []
+    for quote in QUOTED.finditer(prose):
+        body = next(g for g in quote.groups() if g is not None)
+        start = quote.start() + 1
+        for m in run.finditer(body):
+            found.append((start + m.start(), " ".join(m.group(0).split())))
+    return found

@@ -14,10 +14,19 @@ Whitespace is ignored, as the build joins wrapped lines, so a variant split over
 lines is still found. An occurrence that lies inside one of the row's own terms (各模型用什么
 inside 各模型用什么归一化, 130B inside GLM-130B) is the term, not the variant; and a variant
 found inside a longer variant (源文章 inside 来源文章) is reported once, as the longer one.
+A variant that begins or ends with a Latin letter is a word: ``logits`` is not found in
+``logit soft-capping`` (whitespace removed, the letters run on). A term that glosses a
+variant in brackets (``注意力残差（AttnRes）``) may stand once on a page, at the first
+mention; after that the page writes the name alone. The glossary's English column is
+English, not prose.
+
+The links of a page are read here too (:func:`links`, :func:`link_page`): a link's text
+that names a page of the handbook is that page's name (tests/test_terms.py).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +37,7 @@ GLOSSARY = DOCS / "reference" / "glossary.zh.md"
 USAGE_HEADING = re.compile(r"^## .*\{ *#usage *\}[ \t]*$", re.M)
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
+GLOSS = re.compile(r".+（(.+)）")  # a name and, in brackets, its other name
 ATTRIBUTES = re.compile(r"\{[ \t]*[#.:][^}\n]*\}")  # { #anchor }, { .class }
 
 # What is not prose, in the order it is masked (code first: it may hold anything).
@@ -57,9 +67,15 @@ class Hit:
     line: int
     variant: str
     row: Row
+    repeated: bool = False  # a gloss written again after the first mention
 
     def message(self, name: str) -> str:
         use = " / ".join(self.row.use)
+        if self.repeated:
+            return (
+                f"{name}:{self.line}: {self.variant!r} again: gloss a name once, at its first "
+                f"mention ({self.row.concept})"
+            )
         return f"{name}:{self.line}: {self.variant!r}, use {use} ({self.row.concept})"
 
 
@@ -159,15 +175,39 @@ def _occurrences(haystack: str, needle: str) -> list[int]:
     return found
 
 
+def _latin(c: str) -> bool:
+    return c.isascii() and c.isalpha()
+
+
+def _a_word(text: str, offsets: list[int], start: int, end: int, variant: str) -> bool:
+    """Whether the variant found at flat[start:end] is a word of ``text``: a Latin letter
+    at either end of it does not run on into a letter beside it."""
+    first, last = offsets[start], offsets[end - 1]
+    if _latin(variant[0]) and first > 0 and _latin(text[first - 1]):
+        return False
+    return not (_latin(variant[-1]) and last + 1 < len(text) and _latin(text[last + 1]))
+
+
 def find_variants(text: str, rows: list[Row]) -> list[Hit]:
-    """Every variant of ``rows`` in ``text`` (already reduced to prose), by line."""
+    """Every variant of ``rows`` in ``text`` (already reduced to prose), by line; and each
+    gloss of a variant (a term that holds one) after its first on the page."""
     flat, offsets = _squeezed(text)
     spans: list[tuple[int, int, str, Row]] = []
+    repeated: list[Hit] = []
     for row in rows:
         uses = ["".join(u.split()) for u in row.use]
+        avoid = ["".join(v.split()) for v in row.avoid]
+        for use, u in zip(row.use, uses, strict=True):
+            gloss = GLOSS.fullmatch(u)
+            if gloss and any(v in gloss.group(1) for v in avoid):
+                for start in _occurrences(flat, u)[1:]:
+                    line = text.count("\n", 0, offsets[start]) + 1
+                    repeated.append(Hit(line, use, row, repeated=True))
         for variant in row.avoid:
             v = "".join(variant.split())
             for start in _occurrences(flat, v):
+                if not _a_word(text, offsets, start, start + len(v), v):
+                    continue
                 inside_a_term = any(
                     flat[start - k : start - k + len(u)] == u
                     for u in uses
@@ -185,17 +225,160 @@ def find_variants(text: str, rows: list[Row]) -> list[Hit]:
         )
     ]
     kept.sort(key=lambda s: s[0])
-    return [Hit(text.count("\n", 0, offsets[s[0]]) + 1, s[2], s[3]) for s in kept]
+    hits = [Hit(text.count("\n", 0, offsets[s[0]]) + 1, s[2], s[3]) for s in kept]
+    return sorted(hits + repeated, key=lambda h: h.line)
+
+
+def mask_column(text: str, header: str) -> str:
+    """``text`` with the cells of every table column headed ``header`` blanked."""
+    lines, column = text.split("\n"), None
+    for i, line in enumerate(lines):
+        if not line.lstrip().startswith("|"):
+            column = None
+            continue
+        cells = line.split("|")
+        if column is None:
+            names = [c.strip() for c in cells]
+            column = names.index(header) if header in names else -1
+        elif 0 <= column < len(cells):
+            cells[column] = re.sub(r"[^\n]", "\0", cells[column])
+            lines[i] = "|".join(cells)
+    return "\n".join(lines)
+
+
+def markdown_of(path: Path) -> str:
+    """A Chinese page's Markdown; a notebook's as :func:`notebook_markdown` reads it."""
+    text = path.read_text(encoding="utf-8")
+    return notebook_markdown(text) if path.suffix == ".py" else text
 
 
 def page_prose(path: Path) -> str:
-    """A Chinese page's prose, as :func:`prose` makes it; the glossary without its usage table."""
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".py":
-        text = notebook_markdown(text)
-    skip = usage_section(text) if path.resolve() == GLOSSARY.resolve() else None
-    return prose(text, skip)
+    """A Chinese page's prose, as :func:`prose` makes it; the glossary without its usage
+    table and its English column."""
+    text = markdown_of(path)
+    if path.resolve() != GLOSSARY.resolve():
+        return prose(text)
+    return prose(mask_column(text, "English"), usage_section(text))
 
 
 def chinese_pages() -> list[Path]:
     return sorted(p for p in DOCS.rglob("*.zh.*") if p.suffix in {".md", ".py"})
+
+
+# --- links ------------------------------------------------------------------------------
+
+LINK = re.compile(r"(?<![!\]\\])\[((?:[^\[\]\n]|\n(?!\n))+)\]\(([^()\s]*)\)")
+CODE_TEXT = re.compile(r"`[^`]+`")
+URL_TEXT = re.compile(r"^(?:https?://|www\.)\S+$|^\S+\.(?:com|org|io|ai|dev)(?:/\S*)?$")
+
+
+@dataclass(frozen=True)
+class Link:
+    line: int
+    text: str  # whitespace removed, as the build joins a Chinese line break
+    target: str
+    anchor: str  # "" for a link to the page itself
+
+
+def links(markdown: str) -> list[Link]:
+    """Every Markdown link of a page whose text is words: not an image, not a link whose
+    text is code or a URL, none inside code, math or a comment."""
+    text = FENCE.sub(_blank, markdown)
+    text = NOT_PROSE[0].sub(_blank, text)  # comments
+    found = []
+    for m in LINK.finditer(text):
+        words, target = m.group(1).strip(), m.group(2)
+        if "\0" in words or CODE_TEXT.sub("", words).strip() == "" or URL_TEXT.match(words):
+            continue
+        path, _, anchor = target.partition("#")
+        line = text.count("\n", 0, m.start()) + 1
+        found.append(Link(line, "".join(words.split()), path, anchor))
+    return found
+
+
+def link_page(page: Path, target: str) -> Path | None:
+    """The English source of the handbook page a link of ``page`` (a Chinese page or
+    notebook under docs/) leads to, or None (an outside address, a download, an image).
+    A link to a source file (``x.md``, ``x.py``) is read from the page's folder, as MkDocs
+    reads it; any other link is a URL, read from the page's own URL (``dir/name/``)."""
+    if "://" in target or target.startswith(("mailto:", "/")):
+        return None
+    source = page.with_name(page.name.replace(".zh.", "."))
+    if not target:
+        return source
+    if target.endswith((".md", ".py")):
+        base = source.parent
+    else:
+        base = source.parent if source.stem == "index" else source.parent / source.stem
+    resolved = Path(os.path.normpath(base / target))
+    if resolved.suffix in {".md", ".py"}:
+        candidates = [resolved]
+    else:
+        candidates = [
+            resolved.with_suffix(".md"),
+            resolved.with_suffix(".py"),
+            resolved / "index.md",
+        ]
+    for candidate in candidates:
+        if candidate.is_file() and DOCS in candidate.parents:
+            return candidate
+    return None
+
+
+def twin(english: Path) -> Path:
+    return english.with_name(f"{english.stem}.zh{english.suffix}")
+
+
+# --- the glossary's terms, by the page that explains them -------------------------------
+
+TERM_SEPARATORS = re.compile(r"[（）()，,、/]")
+
+
+def _term_names(cell: str) -> set[str]:
+    """The names a glossary cell gives: 'Peri-LN（直译：外围层归一化）' gives Peri-LN and
+    外围层归一化; 'layer normalization (LayerNorm, LN)' three names; math and code aside."""
+    cell = re.sub(r"直译[：:]?|\$[^$]*\$|`[^`]*`", "", cell)
+    return {n.strip() for n in TERM_SEPARATORS.split(cell) if n.strip()}
+
+
+def glossary_terms(text: str) -> dict[Path, set[str]]:
+    """For each page a term's 详见 link leads to, the names the glossary gives that term
+    (its 中文 and English cells): a link to the page may be named by its term."""
+    start, _ = usage_section(text)
+    terms: dict[Path, set[str]] = {}
+    header: list[str] | None = None
+    for line in text[:start].split("\n"):
+        if not line.lstrip().startswith("|"):
+            header = None
+            continue
+        cells = _cells(line)
+        if header is None:
+            header = cells
+            continue
+        if {"中文", "English", "详见"} - set(header) or set(line) <= set("|-: "):
+            continue
+        if len(cells) != len(header):
+            raise ValueError(f"glossary.zh.md: {len(cells)} cells, not {len(header)}: {line}")
+        row = dict(zip(header, cells, strict=True))
+        names = _term_names(row["中文"]) | _term_names(row["English"])
+        for m in LINK.finditer(row["详见"]):
+            page = link_page(GLOSSARY, m.group(2).partition("#")[0])
+            if page is not None:
+                terms.setdefault(page, set()).update(names)
+    return terms
+
+
+# --- a page's list of sources -------------------------------------------------------------
+
+SOURCES_HEADING = re.compile(r"^(#{2,}) .*\{ *#sources *\}[ \t]*$", re.M)
+
+
+def sources_section(markdown: str) -> tuple[int, int] | None:
+    """The character range of a page's sources section (``## 参考来源 { #sources }``, up to
+    the next heading of its level or above), or None."""
+    start = SOURCES_HEADING.search(markdown)
+    if start is None:
+        return None
+    level = len(start.group(1))
+    end = re.compile(rf"^#{{1,{level}}} ", re.M).search(markdown, start.end())
+    return start.start(), end.start() if end else len(markdown)

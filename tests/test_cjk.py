@@ -15,7 +15,8 @@ from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from resnorm_site.cjk import join_lines
 from resnorm_site.cjk_text import cjk_pair
 from scripts.heading_ids import CONFIGS
-from tests.cjk_spaces import stray_spaces
+from tests import terms
+from tests.cjk_spaces import half_width_marks, lead_in_gaps, stray_spaces
 from tests.conftest import ROOT, bilingual_site, mkdocs_build
 from tests.test_site import load_mkdocs_yml
 
@@ -355,3 +356,114 @@ def test_a_chinese_page_is_built_without_a_break_between_two_chinese_characters(
     for joined in [*joins, "标签页里的列表，续行。", "标签页，续行。"]:
         assert joined in chinese
     assert "代码，\n不变" in chinese, "a code block keeps its lines"
+
+
+# --- A bold lead-in, and the marks in a list of sources (read from the source) -------------
+
+CHINESE_PAGES = terms.chinese_pages()
+
+
+def _where(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix()
+
+
+@pytest.mark.parametrize("page", CHINESE_PAGES, ids=lambda p: p.name)
+def test_a_bold_lead_in_is_followed_straight_by_its_sentence(page: Path):
+    """「**动机。**保留」 on a page; 「**动机**。保留」 in a notebook (tests/cjk_spaces.py)."""
+    notebook = page.suffix == ".py"
+    found = lead_in_gaps(terms.page_prose(page), notebook)
+    how = "「**动机**。保留」" if notebook else "「**动机。**保留」"
+    assert not found, f"{len(found)} bold lead-ins; write them as {how}:\n" + "\n".join(
+        f"{_where(page)}:{line}: {text}" for line, text in found
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "notebook", "found"),
+    [
+        ("**动机。**保留整个网络的深度。", False, []),
+        ("**动机。** Pre-LN 的残差流随深度增长。", False, ["**动机。** P"]),  # variants.zh.md:119
+        ("- **适用场景。** 最后几层看起来多余。", False, ["**适用场景。** 最"]),
+        ("**动机。**\n保留深度。", False, ["**动机。**⏎保"]),
+        ("**动机**。 保留深度。", False, ["**动机**。 保"]),
+        ("**动机**：保留深度。", False, []),
+        ("**要点**在这里。", False, []),
+        ("**只有一行粗体。**\n\n下一段。", False, []),
+        ("> **注意。** 引文里。", False, ["**注意。** 引"]),
+        ("**动机**。保留深度。", True, []),
+        ("**公式不等于速度。** RMSNorm 更少。", True, ["**公式不等于速度。** R"]),  # norm_speed
+        ("**动机。**保留深度。", True, ["**动机。**保"]),
+        ("**这里没有复现出图 3（a、b）**。在 Xiong 等人的测量中", True, []),
+        ("- **偏离单位矩阵**。\n  为了看清", True, []),  # the build joins the two lines
+    ],
+)
+def test_a_spaced_or_broken_lead_in_is_found(source: str, notebook: bool, found: list[str]):
+    assert [text for _, text in lead_in_gaps(terms.prose(source), notebook)] == found
+
+
+def test_why_a_notebook_puts_the_punctuation_after_the_bold():
+    """mistune (notebook cells) closes 「**动机。**」 only before a space; Python-Markdown
+    (pages) closes it before text too."""
+    assert "<strong>" not in markdown2html_mistune("**动机。**保留")
+    assert "<strong>动机</strong>。保留" in markdown2html_mistune("**动机**。保留")
+    assert "<strong>动机。</strong>保留" in python_markdown("**动机。**保留")
+
+
+def _sources(page: Path) -> str | None:
+    markdown = terms.markdown_of(page)
+    section = terms.sources_section(markdown)
+    return None if section is None else markdown[section[0] : section[1]]
+
+
+SOURCE_LISTS = [p for p in CHINESE_PAGES if _sources(p) is not None]
+
+
+def test_the_lists_of_sources_are_found():
+    assert len(SOURCE_LISTS) >= 20
+
+
+@pytest.mark.parametrize("page", SOURCE_LISTS, ids=lambda p: p.name)
+def test_a_list_of_sources_uses_full_width_marks(page: Path):
+    """Between the parts of an entry, 「，」 「：」 「；」 「（」 「）」 as in the prose around
+    them; half-width only inside English names and titles (tests/cjk_spaces.py)."""
+    markdown = terms.markdown_of(page)
+    first = markdown.count("\n", 0, terms.sources_section(markdown)[0])
+    found = half_width_marks(_sources(page))
+    assert not found, f"{len(found)} half-width marks:\n" + "\n".join(
+        f"{_where(page)}:{first + line}: {context}" for line, context in found
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "found"),
+    [
+        # qk-norm.zh.md:388, full-width throughout
+        ("- Vaswani et al. 2017，*Attention Is All You Need*，[arXiv 1706.03762](https://arxiv.org/"
+         "abs/1706.03762)，§3.2.1（缩放点积注意力）。", 0),
+        # hyper-connections.zh.md:290, half-width commas and brackets
+        ("- Zhu et al. 2024, *Hyper-Connections*, [arXiv 2409.19606](https://arxiv.org/abs/"
+         "2409.19606) (v3)：§2.1（静态形式，式 (1)–(7)，最后的求和）", 1),
+        # depth-attention.zh.md:201
+        ("- Xiong et al. 2020, [arXiv 2002.04745](https://arxiv.org/abs/2002.04745)，引理 2；"
+         "Sun et al. 2025 (LayerNorm Scaling), [arXiv 2502.05795](https://arxiv.org/abs/"
+         "2502.05795)。", 1),
+        # qk_norm.zh.py:86, both widths in one entry
+        ("- Wortsman et al. 2023, *Small-scale proxies*，[arXiv 2309.14322](https://arxiv.org/"
+         "abs/2309.14322)，摘要。", 1),
+        # English inside a name or a journal, code, an equation number: left alone
+        ("- Zhang, Sennrich，*Root Mean Square Layer Normalization*，NeurIPS 2019。", 0),
+        ("- P. A. Knight，*The Sinkhorn–Knopp algorithm*，SIAM J. Matrix Anal. Appl., 2008。", 0),
+        ("- 代码：`f(x, y)`，式 (3)–(4)，图 2(b)。", 0),
+    ],
+    ids=["full-width", "hc-290", "depth-attention-201", "qk-norm-notebook-86", "authors",
+         "journal", "code-and-equations"],
+)  # fmt: skip
+def test_a_half_width_mark_between_the_parts_of_an_entry_is_found(entry: str, found: int):
+    assert len(half_width_marks(entry)) == found
+
+
+def test_the_half_width_marks_of_a_line_are_shown_in_it():
+    entry = "- 甲\n- Zhu et al. 2024, *HC*, [arXiv 1](https://a.b/1) (v3)：§2.1"
+    assert half_width_marks(entry) == [
+        (2, "- Zhu et al. 2024【,】 *HC*【,】 [arXiv 1](https://a.b/1) 【(】v3【)】：§2.1")
+    ]

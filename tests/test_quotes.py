@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from tests import quotes
+from tests import quotes, terms
 from tests.conftest import ROOT
 from tests.terms import chinese_pages, notebook_markdown
 
@@ -72,3 +74,80 @@ def test_a_marked_quotation_is_found_with_its_letters():
         ("可直接使用较大学习率", ["B"]),
         ("相同", ["B", "D"]),
     ]
+
+
+# --- no English sentence quoted in Chinese prose ------------------------------------------
+
+BIBLIOGRAPHY = ROOT / "docs" / "reference" / "references.zh.md"
+
+
+def without_sources(markdown: str) -> str:
+    """``markdown`` with its sources section blanked: a title may stand there as its
+    authors wrote it."""
+    section = terms.sources_section(markdown)
+    if section is None:
+        return markdown
+    a, b = section
+    return markdown[:a] + re.sub(r"[^\n]", " ", markdown[a:b]) + markdown[b:]
+
+
+def quoted_english(page) -> list[str]:
+    text = without_sources(terms.markdown_of(page))
+    if page.resolve() == terms.GLOSSARY.resolve():
+        text = terms.mask_column(text, "English")
+    prose = terms.prose(text)
+    where = page.relative_to(ROOT).as_posix()
+    return [
+        f"{where}:{prose.count(chr(10), 0, offset) + 1}: “{run}”"
+        for offset, run in quotes.english_quotations(prose)
+    ]
+
+
+@pytest.mark.parametrize("page", [p for p in CHINESE if p != BIBLIOGRAPHY], ids=lambda p: p.name)
+def test_no_english_sentence_is_quoted_in_chinese_prose(page):
+    """Prose says in Chinese what a source says; quoting the English and glossing it reads
+    as a translation. Titles are set in italics; source lists and code are left alone."""
+    found = quoted_english(page)
+    assert not found, (
+        f"{len(found)} English sentences quoted; write the Chinese in their place:\n"
+        + "\n".join(found)
+    )
+
+
+@pytest.mark.parametrize(
+    ("markdown", "found"),
+    [
+        # residual_streams.zh.py, as the re-review found it
+        (
+            "是为了“make the initialization of the hyper-connections\n  equivalent to the "
+            "Pre-Norm residual connections”（让超连接的初始化等价于 Pre-Norm 残差连接）",
+            ["make the initialization of the hyper-connections equivalent to the Pre-Norm "
+             "residual connections"],
+        ),
+        ("这个连乘积“inevitably deviates from the identity mapping”（不可避免地偏离恒等映射）",
+         ["inevitably deviates from the identity mapping"]),
+        ("源码注释写着「unlike olmo, only on the head dim!」。",
+         ["unlike olmo, only on the head dim"]),
+        ('论文说 "we scale the weights of residual layers" 。',
+         ["we scale the weights of residual layers"]),
+        ("这个连乘积不可避免地偏离恒等映射。", []),
+        ("称为“Add & Norm”的结构", []),  # a name
+        ("标题是 *Attention Is All You Need: a long title here*。", []),  # a title, in italics
+        ("代码 `“make the initialization of the hyper-connections”` 里。", []),  # code
+        ("“the published version of it”", []),  # five words
+    ],
+    ids=["streams-30", "streams-50", "corner-brackets", "ascii-quotes", "chinese",
+         "name", "title", "code", "five-words"],
+)  # fmt: skip
+def test_quoted_english_is_found(markdown, found):
+    assert [run for _, run in quotes.english_quotations(terms.prose(markdown))] == found
+
+
+def test_a_title_in_the_sources_section_is_not_prose():
+    title = "“Identity Mappings in Deep Residual Networks”"
+    page = (
+        f"# 题\n\n正文。\n\n## 参考来源 {{ #sources }}\n\n- {title}，2016。\n\n"
+        f"## 附录 {{ #appendix }}\n\n{title}\n"
+    )
+    prose = terms.prose(without_sources(page))
+    assert [prose.count("\n", 0, o) + 1 for o, _ in quotes.english_quotations(prose)] == [11]
