@@ -9,6 +9,7 @@ nanoGPT's ``model.py``. Pages include the sections they need.
 
 # --8<-- [start:imports]
 import math
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -26,6 +27,21 @@ def check_size(name: str, value) -> int:
         raise TypeError(f"{name} must be a positive int, got {value!r} ({type(value).__name__})")
     if value <= 0:
         raise ValueError(f"{name} must be a positive int, got {value}")
+    return value
+
+
+def check_number(name: str, value, rule: str = "> 0", none_ok: bool = False):
+    """A numeric setting: a finite real number that obeys ``rule`` ("> 0", ">= 0", "in [0, 1]"
+    or "" for any), or None where None has a meaning. One rule for every such setting: a NaN,
+    an inf or an eps <= 0 (0/0 on a zero input) can only give NaN or a wrong answer."""
+    if value is None and none_ok:
+        return None
+    want = f"{'None or ' if none_ok else ''}a finite number{' ' + rule if rule else ''}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {want}, got {type(value).__name__} {value!r}")
+    ok = {"> 0": 0 < value, ">= 0": 0 <= value, "in [0, 1]": 0 <= value <= 1, "": True}[rule]
+    if not (ok and math.isfinite(value)):
+        raise ValueError(f"{name} must be {want}, got {value!r}")
     return value
 
 
@@ -66,6 +82,7 @@ class DyT(nn.Module):
     def __init__(self, normalized_shape: int, alpha_init: float = 0.5, bias: bool = True):
         super().__init__()
         check_size("normalized_shape", normalized_shape)
+        check_number("alpha_init", alpha_init)  # tanh(0 * x) = 0: the layer would output bias
         self.alpha = nn.Parameter(torch.full((1,), float(alpha_init)))
         self.weight = nn.Parameter(torch.ones(normalized_shape))
         self.bias = nn.Parameter(torch.zeros(normalized_shape)) if bias else None
@@ -87,6 +104,7 @@ class Derf(DyT):
         self, normalized_shape: int, alpha_init: float = 0.5, shift_init: float = 0.0, bias=True
     ):
         super().__init__(normalized_shape, alpha_init, bias)
+        check_number("shift_init", shift_init, "")
         self.shift = nn.Parameter(torch.full((1,), float(shift_init)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -98,11 +116,14 @@ NORMS = ("layernorm", "rmsnorm", "dyt", "derf")
 
 
 def make_norm(norm: str, d_model: int, eps: float | None = None, bias: bool = True) -> nn.Module:
-    """The norm layer named by ``norm``; eps None keeps each layer's PyTorch default.
+    """The norm layer named by ``norm``; eps None keeps each layer's PyTorch default, a given
+    eps is a finite number > 0 (check_number).
 
     ``bias=False`` drops the norm's shift, as nn.LayerNorm(bias=False); RMSNorm has none.
     """
     check_size("d_model", d_model)
+    if norm in ("layernorm", "rmsnorm"):
+        check_number("eps", eps, none_ok=True)
     if norm == "layernorm":
         return nn.LayerNorm(d_model, eps=1e-5 if eps is None else eps, bias=bias)
     if norm == "rmsnorm":
@@ -158,10 +179,18 @@ class Residual(nn.Module):
             raise TypeError(f"alpha must be a float or a tensor, got {type(alpha).__name__}")
         if (isinstance(alpha, torch.Tensor) or alpha != 1.0) and p not in ("post", "deepnorm"):
             raise ValueError(f"alpha scales x in 'post' and 'deepnorm' only, got {p!r}")
+        if isinstance(alpha, torch.Tensor) and not torch.isfinite(alpha).all():
+            raise ValueError(f"alpha must be finite, got {alpha}")
+        if not isinstance(alpha, torch.Tensor):
+            check_number("alpha", alpha)  # 0 drops the skip, a NaN spreads to every output
         if not isinstance(pre_scale, (int, float)) or isinstance(pre_scale, bool):
             raise TypeError(f"pre_scale must be a float, got {type(pre_scale).__name__}")
         if pre_scale != 1.0 and p not in ("pre", "sandwich"):
             raise ValueError(f"pre_scale scales Norm(x) in 'pre' and 'sandwich' only, got {p!r}")
+        check_number("pre_scale", pre_scale)
+        check_number("dropout", dropout, "in [0, 1]")
+        if p == "rezero" and eps is not None:  # refuse, never ignore
+            raise ValueError(f"norm_position='rezero' has no norm, got eps={eps!r}")
         self.sublayer = sublayer
         self.d_model = d_model
         self.norm_position = norm_position
@@ -212,11 +241,25 @@ class OnePlusRMSNorm(nn.RMSNorm):
     """RMSNorm with its scale stored as 1 + weight, weight 0 at init (Gemma3RMSNorm): the same
     function, but weight decay pulls the scale toward 1, not 0."""
 
+    def __init__(
+        self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None
+    ):
+        check_number("eps", eps, none_ok=True)
+        if elementwise_affine is not True:  # the layer is its weight w: without it, nn.RMSNorm
+            raise ValueError(
+                f"OnePlusRMSNorm needs its weight, got elementwise_affine={elementwise_affine!r}"
+            )
+        super().__init__(normalized_shape, eps, True, device, dtype)
+
     def reset_parameters(self) -> None:
         nn.init.zeros_(self.weight)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(x, self.normalized_shape, 1 + self.weight, self.eps)
+        # 1 + w in float32 at least, as Gemma3RMSNorm: in bfloat16 (8 bits) a |w| < 2^-8
+        # vanishes next to 1. The input too, and the output is cast back once.
+        dtype = torch.promote_types(torch.promote_types(x.dtype, self.weight.dtype), torch.float32)
+        scale = 1 + self.weight.to(dtype)
+        return F.rms_norm(x.to(dtype), self.normalized_shape, scale, self.eps).to(x.dtype)
 
 
 # Where a norm acts on queries and keys. (1 + w) is a value here, not a flag of its own: only
@@ -238,6 +281,10 @@ class MultiHeadAttention(nn.Module):
                    1 / sqrt(head_size): QKNorm (Henry et al. 2020, arXiv 2010.04245), whose
                    code starts g at log2(L² - L), L a long training length: ``qk_scale``
     ``softcap`` c bounds the logits s to (-c, c) as c * tanh(s / c) (Gemma 2).
+    ``eps`` is the qk_norm's. eps=None keeps PyTorch's default: in the RMSNorms torch's machine
+    epsilon of the dtype they compute in (float32's, 1.19e-7, for float16 and bfloat16 input
+    too), in l2 F.normalize's 1e-12. The models above set their own (rms_norm_eps in
+    transformers 5.23.0: 1e-6 in Qwen3 and Gemma 3, 1e-5 in OLMo 2 and Llama 4): pass it.
     """
 
     def __init__(
@@ -261,19 +308,22 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"qk_norm must be None or one of {QK_NORMS}, got {qk_norm!r}")
         if eps is not None and qk_norm is None:  # refuse, never ignore
             raise ValueError(f"eps is for a qk_norm, got qk_norm=None and eps={eps!r}")
+        check_number("eps", eps, none_ok=True)
+        check_number("dropout", dropout, "in [0, 1]")
         if qk_norm == "l2" and qk_scale is None:
             raise ValueError(
                 "qk_norm='l2' needs qk_scale, g at init (QKNorm: log2(L² - L)), got None"
             )
         if qk_scale is not None and qk_norm != "l2":
             raise ValueError(f"qk_scale is for qk_norm='l2', got qk_norm={qk_norm!r}")
+        check_number("qk_scale", qk_scale, none_ok=True)  # g <= 0 flattens or inverts attention
         if softcap is not None and (
             isinstance(softcap, bool)
             or not isinstance(softcap, (int, float))
             or not 0 < softcap < math.inf
         ):
             raise ValueError(f"softcap must be a positive float, got {softcap!r}")
-        self.n_heads, self.causal = n_heads, causal
+        self.d_model, self.n_heads, self.causal = d_model, n_heads, causal
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)  # rows: [W_q; W_k; W_v]
         self.proj = nn.Linear(d_model, d_model, bias=bias)
         self.attn_dropout = nn.Dropout(dropout)
@@ -291,7 +341,7 @@ class MultiHeadAttention(nn.Module):
             self.qk_scale = nn.Parameter(torch.tensor(float(qk_scale)))  # one g per layer
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, C = x.shape
+        B, T, C = check_input(x, ("batch", "seq_len", self.d_model)).shape
         q, k, v = self.qkv(x).split(C, dim=2)
         if self.qk_norm == "proj":  # OLMo 2: over the whole projection, before the split
             q, k = self.q_norm(q), self.k_norm(k)
@@ -328,6 +378,7 @@ class FeedForward(nn.Module):
         check_size("d_ff", d_ff)
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        check_number("dropout", dropout, "in [0, 1]")
         self.fc = nn.Linear(d_model, d_ff, bias=bias)
         acts = {"relu": nn.ReLU(), "gelu": nn.GELU(), "gelu_tanh": nn.GELU(approximate="tanh")}
         self.act = acts[activation]
@@ -381,7 +432,9 @@ class Block(nn.Module):
             raise ValueError(
                 f"parallel={parallel!r} needs norm_position='pre', got {norm_position!r}"
             )
-        conn = dict(norm_position=norm_position, norm=norm, dropout=dropout, eps=eps)
+        # With a qk_norm and no norm of its own (rezero), eps is the qk_norm's alone.
+        conn_eps = None if norm_position == "rezero" and qk_norm is not None else eps
+        conn = dict(norm_position=norm_position, norm=norm, dropout=dropout, eps=conn_eps)
         conn.update(alpha=alpha, pre_scale=pre_scale, bias=bias)  # bias: linears and norms
         attn_eps = eps if qk_norm is not None else None
         attn = MultiHeadAttention(
@@ -405,22 +458,35 @@ class Block(nn.Module):
 
 # --8<-- [start:sinkhorn]
 def sinkhorn_knopp(logits: torch.Tensor, n_iters: int = 20, eps: float = 1e-6) -> torch.Tensor:
-    """A doubly stochastic matrix (rows and columns sum to 1) over the last two dims.
+    """A doubly stochastic matrix (rows and columns sum to 1) over the last two dims, to the
+    accuracy that n_iters iterations reach.
 
     Sinkhorn-Knopp as DeepSeek-V4's mHC runs it (transformers 5.23.0,
     DeepseekV4HyperConnection; deepseek-ai/TileKernels sinkhorn_normalize_ref): a row
     softmax plus eps, the columns normalized, then rows and columns n_iters - 1 more
-    times. eps keeps every entry and every division away from zero.
+    times. eps keeps every entry and every division away from zero; eps=0, the plain
+    iteration, is refused on logits where it would divide 0 by 0.
+
+    The columns (sums over dim -2), normalized last, sum to 1 within about eps; the rows
+    only approach 1. Measured with the defaults on 100,000 float32 4 x 4 matrices of logits
+    std * N(0, 1) (seed 0, in the tests): std 1, rows off by at most 0.15%; std 10, by up
+    to 8.3%, and the spectral norm reaches 1.021 instead of 1.
     """
     check_input(logits)
     if logits.dim() < 2 or logits.shape[-1] != logits.shape[-2]:
         raise ValueError(f"expected square matrices (..., n, n), got shape {tuple(logits.shape)}")
     check_size("n_iters", n_iters)
-    if not eps >= 0:
+    if isinstance(eps, numbers.Real) and not eps >= 0:
         raise ValueError(f"eps must be >= 0, got {eps}")
+    check_number("eps", eps, ">= 0")  # a str or inf: inf / inf is NaN
     if not torch.isfinite(logits).all():  # one inf or NaN would spread over its whole matrix
         raise ValueError("expected finite logits, got inf or NaN")
     p = logits.softmax(dim=-1) + eps
+    if eps == 0 and (p.sum(dim=-2) == 0).any():  # the column normalization would be 0 / 0
+        raise ValueError(
+            "eps=0 divides by 0 on these logits: a column of their row softmax underflows to 0 "
+            f"(logits from {logits.min().item():.3g} to {logits.max().item():.3g}); use eps > 0"
+        )
     p = p / (p.sum(dim=-2, keepdim=True) + eps)  # columns
     for _ in range(n_iters - 1):
         p = p / (p.sum(dim=-1, keepdim=True) + eps)  # rows
@@ -438,14 +504,17 @@ class HyperConnection(nn.Module):
     x    = Σ_j pre_j h_j                        collapse: F's input, (B, T, C)
     h'_k = post_k F(x) + Σ_j comb_jk h_j        expand F(x) into the streams, mix them
 
-    constrained=False: Hyper-Connections (Zhu et al. 2025, arXiv 2409.19606, Eqs. 10-14 and
+    constrained=False: Hyper-Connections (Zhu et al. 2024, arXiv 2409.19606, Eqs. 10-14 and
       Appendix J). A static [pre | comb] and post, plus (dynamic) tanh corrections read from
       each stream's LayerNorm, scaled by 0.01; sublayer k starts reading stream k mod n.
     constrained=True: mHC as DeepSeek-V4 runs it (transformers 5.23.0, models/deepseek_v4/
       modeling_deepseek_v4.py, DeepseekV4HyperConnection). One projection of the flattened
       streams under an unweighted RMSNorm gives pre = sigmoid + eps, post = 2 sigmoid and
-      comb = Sinkhorn: comb is doubly stochastic (to Sinkhorn's accuracy), its spectral norm
-      1, so mixing the streams cannot grow them.
+      comb = Sinkhorn. comb is doubly stochastic only to Sinkhorn's accuracy: each new stream
+      is a convex combination of the old ones (sum_j comb_jk = 1 within about eps), so no
+      stream outgrows the largest, but the other sums are off by up to 8% on large logits
+      (see sinkhorn_knopp), so the spectral norm is about 1, not 1, and the streams' sum is
+      kept only as closely.
     head=True (mHC): only the collapse, DeepseekV4HyperHead's, before the final norm.
     """
 
@@ -455,29 +524,55 @@ class HyperConnection(nn.Module):
         n_streams: int = 4,
         constrained: bool = False,
         dynamic: bool = True,
-        layer_index: int = 0,
+        layer_index: int | None = None,  # HC: None is 0
         head: bool = False,
-        eps: float = 1e-6,  # DeepSeek-V4's hc_eps: pre's floor, Sinkhorn's
-        norm_eps: float = 1e-6,  # DeepSeek-V4's rms_norm_eps
-        sinkhorn_iters: int = 20,  # DeepSeek-V4's hc_sinkhorn_iters
+        eps: float | None = None,  # mHC: pre's floor, Sinkhorn's
+        norm_eps: float | None = None,  # the norm the mixing reads: mHC's RMSNorm, HC's LayerNorm
+        sinkhorn_iters: int | None = None,  # mHC
+        bias: bool | None = None,  # HC's LayerNorm; None: True
     ):
         super().__init__()
         n = self.n_streams = check_size("n_streams", n_streams)
         self.d_model = check_size("d_model", d_model)
-        self.sinkhorn_iters = check_size("sinkhorn_iters", sinkhorn_iters)
         self.constrained, self.dynamic, self.head = constrained, dynamic, head
+        if constrained and not dynamic:
+            raise ValueError("dynamic=False is Zhu et al.'s static HC, got constrained=True")
+        if head and not constrained:
+            raise ValueError("Zhu et al. sum the streams at the end: head=True needs constrained")
+        # Each setting acts in one variant only: refuse it elsewhere, never ignore it.
+        variant = (
+            ("mHC's head" if head else "mHC") if constrained else "HC" if dynamic else "static HC"
+        )
+        unused = {"layer_index": layer_index} if constrained else {"eps": eps}
+        if head or not constrained:
+            unused["sinkhorn_iters"] = sinkhorn_iters  # the head and HC run no Sinkhorn
+        if constrained or not dynamic:
+            unused["bias"] = bias  # only HC's LayerNorm has a bias
+        if not dynamic:
+            unused["norm_eps"] = norm_eps  # static HC reads no norm
+        for name, value in unused.items():
+            if value is not None:
+                raise ValueError(f"{variant} has no {name}, got {name}={value!r}")
+        if constrained:  # None: DeepSeek-V4's hc_eps, rms_norm_eps and hc_sinkhorn_iters
+            eps = check_number("eps", 1e-6 if eps is None else eps)
+            norm_eps = 1e-6 if norm_eps is None else norm_eps
+            if not head:
+                sinkhorn_iters = 20 if sinkhorn_iters is None else sinkhorn_iters
+                check_size("sinkhorn_iters", sinkhorn_iters)
+        elif dynamic and norm_eps is None:
+            norm_eps = 1e-5  # nn.LayerNorm's
+        if norm_eps is not None:  # None only in static HC, which has no norm
+            check_number("norm_eps", norm_eps)
         self.eps, self.norm_eps = eps, norm_eps
+        self.sinkhorn_iters = sinkhorn_iters
         if constrained:
-            if not dynamic:
-                raise ValueError("dynamic=False is Zhu et al.'s static HC, got constrained=True")
             self.sizes = [n] if head else [n, n, n * n]  # pre, post, comb
             # init as transformers' DeepseekV4PreTrainedModel._init_weights: N(0, 0.02), 0, 1
             self.fn = nn.Parameter(0.02 * torch.randn(sum(self.sizes), n * d_model))
             self.base = nn.Parameter(torch.zeros(sum(self.sizes)))
             self.scale = nn.Parameter(torch.ones(len(self.sizes)))
             return
-        if head:
-            raise ValueError("Zhu et al. sum the streams at the end: head=True needs constrained")
+        layer_index = 0 if layer_index is None else layer_index
         if isinstance(layer_index, bool) or not isinstance(layer_index, int) or layer_index < 0:
             raise ValueError(f"layer_index must be an int >= 0, got {layer_index!r}")
         pre = torch.zeros(n, 1)
@@ -485,7 +580,7 @@ class HyperConnection(nn.Module):
         self.static_alpha = nn.Parameter(torch.cat([pre, torch.eye(n)], dim=1))  # [pre | comb]
         self.static_beta = nn.Parameter(torch.ones(n))  # post
         if dynamic:  # zero projections: the dynamic part starts at 0
-            self.norm = nn.LayerNorm(d_model)
+            self.norm = nn.LayerNorm(d_model, eps=norm_eps, bias=True if bias is None else bias)
             self.dynamic_alpha_fn = nn.Parameter(torch.zeros(d_model, n + 1))
             self.dynamic_alpha_scale = nn.Parameter(torch.full((1,), 0.01))
             self.dynamic_beta_fn = nn.Parameter(torch.zeros(d_model))
@@ -548,7 +643,7 @@ class DepthAttention(nn.Module):
         super().__init__()
         self.d_model = check_size("d_model", d_model)
         self.query = nn.Parameter(torch.zeros(d_model))
-        self.norm = nn.RMSNorm(d_model, eps=eps)
+        self.norm = nn.RMSNorm(d_model, eps=check_number("eps", eps, none_ok=True))
 
     def forward(self, sources) -> torch.Tensor:
         v = check_sources(sources, self.d_model)  # (m, B, T, C)
@@ -656,6 +751,10 @@ class Stack(nn.Module):
     denseformer  the blocks as in add, a depth-weighted average after each block
     In hc, mhc and attnres a sublayer sees only its branch, F with its own norms
     (``Residual.branch``), so the norms must sit in the branch: ``BRANCH_POSITIONS``.
+    ``eps`` reaches every norm of the stack: the blocks', the final one and the connections'
+    (HC's LayerNorm, mHC's RMSNorm, as DeepSeek-V4's one rms_norm_eps, AttnRes' RMSNorm);
+    ``bias`` reaches HC's LayerNorm too. ``norm`` names the blocks' and the final norm; each
+    connection keeps the norm its reference code uses.
     """
 
     def __init__(
@@ -665,7 +764,7 @@ class Stack(nn.Module):
         n_heads: int,
         d_ff: int,
         residual: str = "add",
-        n_streams: int = 4,
+        n_streams: int | None = None,  # hc, mhc: None is 4, DeepSeek-V4's hc_mult
         block_size: int | None = None,
         **block_kwargs,
     ):
@@ -673,12 +772,17 @@ class Stack(nn.Module):
         check_size("n_layers", n_layers)
         if residual not in RESIDUALS:
             raise ValueError(f"residual must be one of {RESIDUALS}, got {residual!r}")
-        if check_size("n_streams", n_streams) != 4 and residual not in ("hc", "mhc"):
-            raise ValueError(f"n_streams is for 'hc' and 'mhc', got residual={residual!r}")
+        if n_streams is not None:  # given, so it must act: refuse, never ignore
+            check_size("n_streams", n_streams)
+            if residual not in ("hc", "mhc"):
+                raise ValueError(f"n_streams is for 'hc' and 'mhc', got residual={residual!r}")
+        elif residual in ("hc", "mhc"):
+            n_streams = 4
         if block_size is not None and residual != "attnres":
             raise ValueError(f"block_size is for 'attnres', got residual={residual!r}")
         norm_position = block_kwargs.pop("norm_position", "pre")
-        if block_kwargs.get("parallel") is not None and residual in ("hc", "mhc", "attnres"):
+        parallel = block_kwargs.get("parallel")
+        if parallel is not None and residual in ("hc", "mhc", "attnres"):
             # these call each sublayer's branch in turn: a parallel block would be serial there
             raise ValueError(
                 f"parallel blocks need residual 'add' or 'denseformer', got {residual!r}"
@@ -688,32 +792,58 @@ class Stack(nn.Module):
                 f"residual={residual!r} needs norm_position in {BRANCH_POSITIONS}, "
                 f"got {norm_position!r}"
             )
+        placements = layer_placements(norm_position, n_layers)  # checks norm_position
+        if parallel is not None and norm_position == "mixln" and placements[0][0] == "post":
+            n_post = sum(p == "post" for p, _ in placements)
+            raise ValueError(
+                f"parallel={parallel!r} with norm_position='mixln': Mix-LN makes the first "
+                f"{n_post} of {n_layers} layers Post-LN, and a parallel block "
+                "needs norm_position='pre', got 'post' there"
+            )
+        # The stack sets these per layer: refuse a value it would overwrite or that would
+        # reach some layers only, naming the placement the caller chose.
+        alpha = block_kwargs.get("alpha", 1.0)
+        if "alpha" in block_kwargs and norm_position == "deepnorm":
+            raise ValueError(f"a 'deepnorm' stack sets DeepNet's alpha itself, got alpha={alpha!r}")
+        scales = isinstance(alpha, torch.Tensor) or (isinstance(alpha, float | int) and alpha != 1)
+        if scales and norm_position != "post":  # checked here, or mixln and lns would say 'pre'
+            raise ValueError(f"alpha scales x in 'post' and 'deepnorm' only, got {norm_position!r}")
+        if "pre_scale" in block_kwargs:
+            raise ValueError(
+                "a stack sets pre_scale per layer (norm_position='lns': 1/sqrt(l)), "
+                f"got pre_scale={block_kwargs['pre_scale']!r}"
+            )
         final_norm = block_kwargs.pop("final_norm", None)
-        norm = block_kwargs.get("norm", "layernorm")
+        if final_norm is None:
+            final_norm = needs_final_norm(norm_position)
+        norm, eps = block_kwargs.get("norm", "layernorm"), block_kwargs.get("eps")
+        if norm_position == "rezero" and final_norm and block_kwargs.get("qk_norm") is None:
+            block_kwargs.pop("eps", None)  # ReZero's blocks have no norm: eps is the final norm's
         if norm_position == "deepnorm":
             block_kwargs["alpha"], beta = deepnorm_alpha_beta(n_layers)
         self.layers = nn.ModuleList(
             Block(d_model, n_heads, d_ff, norm_position=p, pre_scale=s, **block_kwargs)
-            for p, s in layer_placements(norm_position, n_layers)
+            for p, s in placements
         )
         if norm_position == "deepnorm":
             for layer in self.layers:
                 deepnorm_init_(layer, beta)
-        if final_norm is None:
-            final_norm = needs_final_norm(norm_position)
-        eps, bias = block_kwargs.get("eps"), block_kwargs.get("bias", True)
+        bias = block_kwargs.get("bias", True)
         self.norm_f = make_norm(norm, d_model, eps, bias) if final_norm else None
         self.residual, self.d_model, self.n_streams = residual, d_model, n_streams
         n_sub = 2 * n_layers  # attention, feed-forward, attention, ...
-        if residual in ("hc", "mhc"):
-            mhc = residual == "mhc"
+        if residual == "hc":  # eps and bias reach the connections' LayerNorms
             self.connections = nn.ModuleList(
-                HyperConnection(d_model, n_streams, constrained=mhc, layer_index=i)
+                HyperConnection(d_model, n_streams, layer_index=i, norm_eps=eps, bias=bias)
                 for i in range(n_sub)
             )
-            self.head = (
-                HyperConnection(d_model, n_streams, constrained=True, head=True) if mhc else None
+            self.head = None
+        elif residual == "mhc":  # one eps for all RMSNorms, as DeepSeek-V4's rms_norm_eps
+            kw = dict(constrained=True, norm_eps=eps)
+            self.connections = nn.ModuleList(
+                HyperConnection(d_model, n_streams, **kw) for _ in range(n_sub)
             )
+            self.head = HyperConnection(d_model, n_streams, head=True, **kw)
         elif residual == "attnres":  # one block per sublayer is Full AttnRes
             self.block_size = 1 if block_size is None else check_size("block_size", block_size)
             self.connections = nn.ModuleList(DepthAttention(d_model, eps) for _ in range(n_sub + 1))

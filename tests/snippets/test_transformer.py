@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -1864,3 +1865,278 @@ def test_bad_attention_and_parallel_configuration_is_named():
         ValueError, match=r"expected input of shape \(batch, seq_len, 16\), got \(2, 8\)"
     ):
         Block(D, H, FF, parallel="one_norm")(torch.randn(2, 8))
+
+
+# --- Settings reach every submodule; numbers that can only give NaN are refused ------------------
+# An outside suite compared the module with transformers and found settings that stopped short
+# of a submodule with the same knob, numeric arguments that could only give NaN, meaningless
+# combinations that ran, and errors that named a value the caller never gave.
+
+
+def _norm_eps(stack: nn.Module) -> list:
+    """The eps of every norm in a module: the layers', and the mixing norm of each connection."""
+    found = [m.eps for m in stack.modules() if isinstance(m, (nn.LayerNorm, nn.RMSNorm))]
+    return found + [m.norm_eps for m in stack.modules() if isinstance(m, HyperConnection)]
+
+
+def test_stack_eps_reaches_every_norm():
+    for residual in RESIDUALS:
+        for norm in ("layernorm", "rmsnorm"):
+            stack = Stack(2, D, H, FF, residual=residual, norm=norm, eps=1e-3, qk_norm="head")
+            found = _norm_eps(stack)
+            assert len(found) > 4 and set(found) == {1e-3}, (residual, norm, found)
+
+
+def test_stack_eps_reaches_the_mhc_norm_as_deepseek_v4s_one_rms_norm_eps():
+    """DeepSeek-V4 uses one rms_norm_eps for its layer norms and the mixing norm. At inputs of
+    scale 1e-3 the eps matters: with the old 1e-6 kept, the output was 8% away."""
+    torch.manual_seed(0)
+    config = _v4_config()
+    config.rms_norm_eps = 1e-5
+    theirs = hf_v4.DeepseekV4HyperConnection(config).double()
+    _randomize(theirs)
+    ours = Stack(1, D, H, FF, residual="mhc", norm="rmsnorm", eps=1e-5).double()
+    _copy_mhc(ours.connections[0], theirs)
+    h = 1e-3 * torch.randn(3, 5, 4, D, dtype=torch.float64)
+    post, comb, collapsed = theirs(h)
+    x, our_post, our_comb = ours.connections[0].collapse(h)
+    tol = HF_TOL[torch.float64]
+    torch.testing.assert_close(our_post, post.to(our_post.dtype), atol=tol, rtol=tol)
+    torch.testing.assert_close(our_comb, comb.to(our_comb.dtype), atol=tol, rtol=tol)
+    torch.testing.assert_close(x, collapsed, atol=tol, rtol=tol)
+    assert ours.head.norm_eps == 1e-5
+
+
+def test_stack_bias_and_hyper_connection_settings_arrive():
+    hc = Stack(2, D, H, FF, residual="hc", bias=False)
+    assert not [name for name, _ in hc.named_parameters() if name.endswith(".bias")]
+    assert HyperConnection(D, norm_eps=1e-3).norm.eps == 1e-3  # HC's LayerNorm
+    assert HyperConnection(D, bias=False).norm.bias is None
+    # defaults as before: DeepSeek-V4's for mHC, nn.LayerNorm's for HC
+    assert HyperConnection(D).norm.eps == 1e-5 and HyperConnection(D).norm.bias is not None
+    mhc = HyperConnection(D, constrained=True)
+    assert (mhc.eps, mhc.norm_eps, mhc.sinkhorn_iters) == (1e-6, 1e-6, 20)
+    assert Stack(2, D, H, FF, residual="hc").n_streams == 4
+
+
+def test_hyper_connection_refuses_settings_its_variant_does_not_have():
+    cases = [
+        (dict(eps=1e-3), "HC has no eps, got eps=0.001"),
+        (dict(sinkhorn_iters=5), "HC has no sinkhorn_iters, got sinkhorn_iters=5"),
+        (dict(constrained=True, layer_index=3), "mHC has no layer_index, got layer_index=3"),
+        (dict(constrained=True, bias=False), "mHC has no bias, got bias=False"),
+        (
+            dict(constrained=True, head=True, sinkhorn_iters=5),
+            "mHC's head has no sinkhorn_iters, got sinkhorn_iters=5",
+        ),
+        (dict(dynamic=False, norm_eps=1e-5), "static HC has no norm_eps, got norm_eps=1e-05"),
+        (dict(dynamic=False, bias=False), "static HC has no bias, got bias=False"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=f"^{message}$"):
+            HyperConnection(D, **kwargs)
+
+
+def test_stack_refuses_a_setting_it_would_overwrite_or_drop():
+    with pytest.raises(
+        ValueError, match=r"a 'deepnorm' stack sets DeepNet's alpha itself, got alpha=3\.0"
+    ):
+        Stack(2, D, H, FF, norm_position="deepnorm", alpha=3.0)
+    with pytest.raises(ValueError, match=r"sets pre_scale per layer .* got pre_scale=0\.5"):
+        Stack(2, D, H, FF, norm_position="lns", pre_scale=0.5)
+    # ReZero has no norm: its eps is refused unless a final norm or a qk_norm takes it
+    with pytest.raises(ValueError, match=r"norm_position='rezero' has no norm, got eps=0\.001"):
+        Stack(2, D, H, FF, norm_position="rezero", eps=1e-3)
+    with pytest.raises(ValueError, match=r"norm_position='rezero' has no norm, got eps=0\.001"):
+        Block(D, H, FF, norm_position="rezero", eps=1e-3)
+    assert Stack(2, D, H, FF, norm_position="rezero", final_norm=True, eps=1e-3).norm_f.eps == 1e-3
+    block = Block(D, H, FF, norm_position="rezero", qk_norm="head", eps=1e-3)
+    assert _norm_eps(block) == [1e-3, 1e-3]  # q_norm, k_norm
+
+
+def test_one_plus_rms_norm_forms_its_scale_in_float32():
+    """Gemma3RMSNorm forms 1 + w in float32: in bfloat16, 1 + 0.003 rounds to 1."""
+    torch.manual_seed(0)
+    ours, theirs = OnePlusRMSNorm(64, eps=1e-6), hf_gemma3.Gemma3RMSNorm(64, eps=1e-6)
+    ours, theirs = ours.to(torch.bfloat16), theirs.to(torch.bfloat16)
+    with torch.no_grad():
+        ours.weight.fill_(0.003)
+        theirs.weight.fill_(0.003)
+    x = torch.randn(8, 64)
+    scale = ours(x) / F.rms_norm(x, (64,), eps=1e-6)
+    torch.testing.assert_close(scale, torch.full_like(x, 1 + ours.weight[0].item()))
+    assert abs(scale.mean().item() - 1.003) < 1e-4  # not 1.0
+    torch.testing.assert_close(ours(x), theirs(x), atol=0, rtol=1e-6)
+    xb = x.bfloat16()
+    assert ours(xb).dtype == torch.bfloat16 and torch.equal(ours(xb), theirs(xb))
+    # float32 and float64, the defaults: the same numbers as before, bit for bit
+    for dtype in (torch.float32, torch.float64):
+        norm = OnePlusRMSNorm(64, eps=1e-6).to(dtype)
+        with torch.no_grad():
+            norm.weight.normal_(0.0, 0.05)
+        xd = x.to(dtype)
+        assert torch.equal(norm(xd), F.rms_norm(xd, (64,), 1 + norm.weight, 1e-6))
+
+
+BAD_EPS = [0, 0.0, -1e-6, float("nan"), float("inf")]
+
+
+def _eps_takers(eps):
+    """Every constructor that takes an eps a norm divides by, as (name, build)."""
+    yield "make_norm layernorm", lambda: make_norm("layernorm", D, eps=eps)
+    yield "make_norm rmsnorm", lambda: make_norm("rmsnorm", D, eps=eps)
+    yield "Residual", lambda: Residual(nn.Identity(), D, eps=eps)
+    yield "Block", lambda: Block(D, H, FF, norm="rmsnorm", eps=eps)
+    yield "Stack", lambda: Stack(2, D, H, FF, eps=eps)
+    for qk_norm in QK_NORMS:
+        extra = {"qk_scale": 10.0} if qk_norm == "l2" else {}
+        yield (
+            f"qk_norm={qk_norm}",
+            lambda q=qk_norm, e=extra: MultiHeadAttention(D, H, qk_norm=q, eps=eps, **e),
+        )
+    yield "OnePlusRMSNorm", lambda: OnePlusRMSNorm(D, eps=eps)
+    yield "DepthAttention", lambda: DepthAttention(D, eps=eps)
+    yield "HC norm_eps", lambda: HyperConnection(D, norm_eps=eps)
+    yield "mHC norm_eps", lambda: HyperConnection(D, constrained=True, norm_eps=eps)
+    yield "mHC eps", lambda: HyperConnection(D, constrained=True, eps=eps)
+
+
+@pytest.mark.parametrize("eps", BAD_EPS, ids=repr)
+def test_every_eps_is_a_finite_number_above_zero(eps):
+    """eps <= 0 gives 0/0 on a zero input, NaN or inf everywhere: each is refused, naming the
+    argument and the value given."""
+    for where, build in _eps_takers(eps):
+        with pytest.raises(ValueError, match=rf"eps must be .*finite number > 0, got {eps!r}$"):
+            build()
+            pytest.fail(f"{where} took eps={eps!r}")
+    with pytest.raises(TypeError, match="eps must be None or a finite number > 0, got str '1e-5'"):
+        make_norm("rmsnorm", D, eps="1e-5")
+
+
+def test_other_numeric_settings_refuse_nan_and_meaningless_values():
+    nan, inf = float("nan"), float("inf")
+    cases = [
+        (lambda v: MultiHeadAttention(D, H, qk_norm="l2", qk_scale=v), "qk_scale", [nan, inf, 0]),
+        (lambda v: Residual(nn.Identity(), D, "post", alpha=v), "alpha", [nan, inf, 0.0]),
+        (lambda v: Residual(nn.Identity(), D, "pre", pre_scale=v), "pre_scale", [nan, inf, 0.0]),
+        (lambda v: Residual(nn.Identity(), D, dropout=v), "dropout", [nan, -0.1, 1.5]),
+        (lambda v: MultiHeadAttention(D, H, dropout=v), "dropout", [nan]),
+        (lambda v: FeedForward(D, FF, dropout=v), "dropout", [nan]),
+        (lambda v: Stack(2, D, H, FF, dropout=v), "dropout", [nan]),
+        (lambda v: DyT(D, alpha_init=v), "alpha_init", [nan, 0.0]),
+        (lambda v: Derf(D, shift_init=v), "shift_init", [nan, inf]),
+    ]
+    for build, name, values in cases:
+        for v in values:
+            with pytest.raises(
+                ValueError, match=rf"^{name} must be (None or )?a finite number.* got {v!r}$"
+            ):
+                build(v)
+    with pytest.raises(ValueError, match=r"alpha must be finite, got tensor\(\[1\., nan\]\)"):
+        Residual(nn.Identity(), 2, "post", alpha=torch.tensor([1.0, nan]))
+
+
+def test_sinkhorn_refuses_an_eps_that_divides_by_zero():
+    for bad in (float("inf"), float("nan"), -1.0):
+        with pytest.raises(ValueError, match=f"eps must be .*>= 0, got {bad}"):
+            sinkhorn_knopp(torch.zeros(3, 3), eps=bad)
+    with pytest.raises(TypeError, match="eps must be a finite number >= 0, got str"):
+        sinkhorn_knopp(torch.zeros(3, 3), eps="0")
+    logits = torch.zeros(2, 3, 3)
+    logits[1, :, 0] = -200.0  # float32 exp(-200) is 0: column 0 of the softmax is all zeros
+    with pytest.raises(ValueError, match=r"eps=0 divides by 0 on these logits.* use eps > 0"):
+        sinkhorn_knopp(logits, eps=0.0)
+    assert torch.isfinite(sinkhorn_knopp(logits)).all()  # the default eps copes
+    assert torch.isfinite(sinkhorn_knopp(torch.randn(3, 3), eps=0)).all()  # the plain iteration
+
+
+def _stack_is_meaningful(residual, position, parallel, n_streams, block_size) -> bool:
+    """The rule the combinations of Stack's flags follow: every flag given must act."""
+    if n_streams is not None and residual not in ("hc", "mhc"):
+        return False
+    if block_size is not None and residual != "attnres":
+        return False
+    if residual in ("hc", "mhc", "attnres") and position not in BRANCH_POSITIONS:
+        return False  # the sublayers see only their branches
+    if parallel is not None:  # both sublayers read x; every layer Pre-LN (lns: scaled Pre-LN)
+        return residual in ("add", "denseformer") and position in ("pre", "lns")
+    return True
+
+
+def test_stack_refuses_every_meaningless_combination_naming_what_was_given():
+    """Every combination of Stack's flags is built or refused; a refusal names a value the
+    caller gave, never a placement the caller did not choose."""
+    combinations = itertools.product(
+        RESIDUALS, STACK_POSITIONS, (None, *PARALLEL), (None, 4), (None, 2)
+    )
+    for flags in combinations:
+        names = ("residual", "norm_position", "parallel", "n_streams", "block_size")
+        given = {k: v for k, v in zip(names, flags, strict=True) if v is not None}
+        if _stack_is_meaningful(*flags):
+            Stack(4, D, H, FF, **given)
+            continue
+        with pytest.raises(ValueError) as err:
+            Stack(4, D, H, FF, **given)
+            pytest.fail(f"accepted {given}")
+        message, position = str(err.value), given["norm_position"]
+        assert any(repr(v) in message for v in given.values()), (given, message)
+        for other in STACK_POSITIONS:  # Mix-LN's message may add where its 'post' comes from
+            if f"got {other!r}" in message:
+                assert other == position or repr(position) in message, (given, message)
+
+
+def test_errors_name_the_value_that_was_given():
+    with pytest.raises(ValueError, match=r"parallel='one_norm' with norm_position='mixln'"):
+        Stack(4, D, H, FF, norm_position="mixln", parallel="one_norm")
+    for position in ("mixln", "lns", "pre"):
+        with pytest.raises(ValueError, match=f"alpha scales x .* only, got '{position}'"):
+            Stack(4, D, H, FF, norm_position=position, alpha=2.0)
+    with pytest.raises(ValueError, match="norm_eps must be a finite number > 0, got -1"):
+        HyperConnection(D, constrained=True, norm_eps=-1)
+    attn = MultiHeadAttention(D, H)  # called directly, it checks its input as Block does
+    with pytest.raises(
+        ValueError, match=r"expected input of shape \(batch, seq_len, 16\), got \(2, 16\)"
+    ):
+        attn(torch.randn(2, D))
+    with pytest.raises(
+        ValueError, match=r"expected input of shape \(batch, seq_len, 16\), got \(2, 3, 8\)"
+    ):
+        attn(torch.randn(2, 3, 8))
+    with pytest.raises(
+        TypeError, match=r"expected a floating-point tensor, got dtype torch\.int64"
+    ):
+        attn(torch.zeros(2, 3, D, dtype=torch.long))
+
+
+def test_sinkhorn_accuracy_is_what_the_docstrings_state():
+    """The rows of 20 iterations are off by what sinkhorn_knopp's docstring states; the
+    columns, normalized last, hold to about eps. So the spectral norm exceeds 1 a little,
+    while each new stream stays a convex combination of the old ones."""
+    measured = {}
+    for std in (1.0, 10.0):
+        logits = std * torch.randn(100_000, 4, 4, generator=torch.Generator().manual_seed(0))
+        p = sinkhorn_knopp(logits)
+        rows, cols = (p.sum(-1) - 1).abs().amax().item(), (p.sum(-2) - 1).abs().amax().item()
+        spectral = torch.linalg.matrix_norm(p.double(), ord=2).amax().item()
+        measured[std] = rows, cols, spectral
+        assert cols < 2e-6
+    assert measured[1.0][0] <= 0.0015 and round(100 * measured[10.0][0], 1) == 8.3
+    assert round(measured[10.0][2], 3) == 1.021
+    doc = " ".join(sinkhorn_knopp.__doc__.split())
+    assert "std 1, rows off by at most 0.15%; std 10, by up to 8.3%" in doc
+    assert "the spectral norm reaches 1.021 instead of 1" in doc
+    assert "spectral norm 1, so" not in " ".join(HyperConnection.__doc__.split())
+
+
+def test_attention_states_what_eps_none_means():
+    """eps=None leaves the qk_norm's RMSNorm with torch's default, float32's machine epsilon
+    for float32, float16 and bfloat16 input alike; the docstring says so."""
+    doc = " ".join(MultiHeadAttention.__doc__.split())
+    assert "eps=None keeps PyTorch's default" in doc and "1.19e-7" in doc
+    attn = MultiHeadAttention(D, H, qk_norm="head_noweight", eps=None)
+    tiny = torch.full((1, 1, 1, D // H), 1e-4)
+    expected = 1e-4 / math.sqrt(1e-8 + torch.finfo(torch.float32).eps)
+    for dtype in (torch.float32, torch.bfloat16):
+        got = attn.q_norm(tiny.to(dtype)).float()
+        torch.testing.assert_close(got, torch.full_like(got, expected), rtol=4e-3, atol=0)
+    assert round(torch.finfo(torch.float32).eps, 9) == 1.19e-7
