@@ -253,7 +253,7 @@ plt.show()
 # Pre-LN GPT has its final norm.
 
 
-# %%
+# %% tags=["collapse"]
 def gpt_step(placement, norm, device="cpu"):
     torch.manual_seed(0)
     config = GPTConfig(

@@ -47,7 +47,7 @@
 # running-time reduction of **whole models** (in TensorFlow, Theano and
 # PyTorch, on GPUs), not a FLOP count of the norm: in the paper's result
 # tables, as transcribed on the
-# [RMSNorm page](../../foundations/rmsnorm/#is-rmsnorm-what-makes-llms-fast),
+# [RMSNorm in released models](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast),
 # the Transformer-base model saves 6.9 % (the "7 %"), and the "64 %" is
 # pRMSNorm, the partial variant, on a GRU order-embedding model (63.9 %); plain
 # RMSNorm peaks at 40.8 %. Those per-model figures come from transcriptions of
@@ -121,7 +121,7 @@
 #   measures the large size again.
 # - Seed 0 for anything else.
 
-# %%
+# %% tags=["collapse"]
 import itertools
 import mmap
 import re
@@ -338,7 +338,7 @@ print(f"time spent compiling (and checking) so far: {total_compile:.1f} s")
 # interquartile range.
 
 
-# %%
+# %% tags=["collapse"]
 def ms(samples):
     q = quartiles(samples)
     return f"{q.median * 1e3:.1f} ({q.low * 1e3:.1f}–{q.high * 1e3:.1f}) ms"
@@ -418,7 +418,7 @@ print(f"compiling in total, before and during the benchmark (one measurement): {
 # large-size ceiling because $x$ then fits in cache.
 
 
-# %% alt="GB/s of each LayerNorm and RMSNorm implementation vs size, under the copy ceiling"
+# %% alt="GB/s of each LayerNorm and RMSNorm version vs size, under the copy line" tags=["collapse"]
 def roofline(table, title):
     sizes = sorted({(r["rows"], r["hidden"]) for r in table}, key=lambda s: s[0] * s[1])
     labels = [f"{r}x{h}\n{r * h * DTYPE.itemsize / 2**20:.0f} MiB" for r, h in sizes]
@@ -516,7 +516,7 @@ for norm, f in FORWARD_FLOPS_PER_ELEMENT.items():
 # operation counts above). Between them the rule should find no difference.
 
 
-# %%
+# %% tags=["collapse"]
 WORD = {FASTER: "RMSNorm faster", SLOWER: "RMSNorm slower", UNRESOLVED: "no measurable difference"}
 
 
@@ -883,7 +883,7 @@ else:
 #   [arXiv 1910.07467](https://arxiv.org/abs/1910.07467): abstract ("reduces
 #   the running time by 7%∼64% on different models"), result tables (per-model
 #   running-time reductions, from transcriptions; see the
-#   [RMSNorm page](../../foundations/rmsnorm/#is-rmsnorm-what-makes-llms-fast)).
+#   [RMSNorm in released models](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast)).
 # - pytorch/pytorch PR #153666 (fused RMSNorm, CUDA) and PR #145301 (MPS);
 #   `c10/core/impl/alloc_cpu.cpp` (the CPU allocator calls `posix_memalign`
 #   and `free`).
@@ -898,7 +898,7 @@ else:
 #   model for multicore architectures*, Communications of the ACM 52(4), 2009.
 # - McCalpin, STREAM benchmark: a copy counted as 2 × size bytes moved.
 
-# %%
+# %% tags=["collapse"]
 kw_f = {"rows": LARGEST[0], "hidden": LARGEST[1], "passes": "forward"}
 kw_b = {"rows": LARGEST[0], "hidden": LARGEST[1], "passes": "forward+backward"}
 

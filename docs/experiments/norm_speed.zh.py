@@ -20,7 +20,7 @@
 # %% [markdown]
 # ## 预期 { #what-we-expected }
 #
-# **说法**。介绍前置层归一化（Pre-LN）Transformer 的文章常说，RMSNorm“进一步减少 7-64 % 归一化 FLOPs”[B]，能让推理更高效，还是大模型跑得快的原因。这个数字出自 Zhang & Sennrich 2019（[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)），其摘要写的是 RMSNorm “reduces the running time by 7%∼64% on different models”，即在不同模型上把运行时间缩短 7%∼64%。这是**整个模型**运行时间的缩短（在 GPU 上，分别用 TensorFlow、Theano 和 PyTorch 实现），而不是归一化本身的浮点运算量：按 [RMSNorm 页面](../../foundations/rmsnorm/#is-rmsnorm-what-makes-llms-fast)所转录的论文结果表，Transformer-base 模型节省了 6.9%（即那个“7%”），而“64%”是 pRMSNorm（部分均方根归一化）在一个 GRU 顺序嵌入（order-embedding）模型上的结果（63.9%）；普通 RMSNorm 最多节省 40.8%。这些逐模型的数字来自几份彼此一致的结果表转录，并未对照 PDF 原文核实。
+# **说法**。介绍前置层归一化（Pre-LN）Transformer 的文章常说，RMSNorm“进一步减少 7-64 % 归一化 FLOPs”[B]，能让推理更高效，还是大模型跑得快的原因。这个数字出自 Zhang & Sennrich 2019（[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)），其摘要写的是 RMSNorm “reduces the running time by 7%∼64% on different models”，即在不同模型上把运行时间缩短 7%∼64%。这是**整个模型**运行时间的缩短（在 GPU 上，分别用 TensorFlow、Theano 和 PyTorch 实现），而不是归一化本身的浮点运算量：按 [已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页所转录的论文结果表，Transformer-base 模型节省了 6.9%（即那个“7%”），而“64%”是 pRMSNorm（部分均方根归一化）在一个 GRU 顺序嵌入（order-embedding）模型上的结果（63.9%）；普通 RMSNorm 最多节省 40.8%。这些逐模型的数字来自几份彼此一致的结果表转录，并未对照 PDF 原文核实。
 #
 # **浮点运算**。对 $x$ 的每个元素，LayerNorm 的前向要做：求均值的累加，减去均值，平方，求方差的累加，乘以 $1/\sqrt{\sigma^2+\varepsilon}$，乘以 $\gamma$，再加上 $\beta$；RMSNorm 则只有平方、加法、乘以 $1/\mathrm{RMS}$ 和乘以 $\gamma$。RMSNorm 每个元素的浮点运算更少（第一个代码单元格会把它们数出来），但归一化是**受内存带宽限制的（memory-bound）**：它每搬运一个字节大约只做一次浮点运算，而一个 CPU 核心或一块 GPU 在搬运一个字节的时间里能做许多次浮点运算（下文以“脊点”（ridge point）的形式测量这一比值）。因此，归一化的耗时由它读写的字节数决定，而在这一点上两种归一化几乎相同：读 $x$，写 $y$，外加一两个参数向量。
 #
@@ -142,7 +142,7 @@
 #
 # 下面的每一个快慢排序，都是判定规则（范围不重叠）给出的结论，由上面的单元格以及页面末尾的汇总打印出来；文字讲的是运算统计预测了什么，而不是某一次运行测到了什么。
 #
-# **公式不等于速度。** RMSNorm 每个元素的浮点运算更少，但两种归一化都远在脊点之下：决定它们耗时的是访存量。还没开始计时，单看运算统计就能预测：哪种归一化更快，取决于实现。
+# **公式不等于速度**。RMSNorm 每个元素的浮点运算更少，但两种归一化都远在脊点之下：决定它们耗时的是访存量。还没开始计时，单看运算统计就能预测：哪种归一化更快，取决于实现。
 #
 # - `nn.LayerNorm` 和 `F.layer_norm` 前向运行一个融合内核，反向也运行一个，访存量都是理想值。
 # - 在 CPU 上，`nn.RMSNorm` 和 `F.rms_norm` 运行的是与从零实现的 RMSNorm 相同的一串逐元素运算和归约，访存量是理想值的好几倍，所以运算统计预测，在“nn vs nn”和“F vs F”中 LayerNorm 领先；上表中的结论说明了本次运行是否测到了这一点。PyTorch 已经加入的融合 RMSNorm 内核是面向 CUDA 和 MPS 的。
@@ -155,18 +155,18 @@
 # **关于目标**。目标那几行说明，在大尺寸下最快的 RMSNorm 是否达到了拷贝带宽的一半：先是默认分配器，然后是保留释放的内存以供重用；如果它的百分比范围包含 50%，这几行就会说明这个问题没有定论。没有达到目标时，原因就是本页测量的以下几项：
 #
 # 1. **全新的页面**。在 glibc 的默认设置下，每个 32 MiB 及以上的输出都落在新映射的内存上，它的缺页（上面已统计）会叠加到字节流本身的耗时上。拷贝到新张量完全不做算术运算，由它就能看出这部分代价有多大。它拖慢的是每一个非原地（out-of-place）运算，不只是归一化；保留释放的内存以供重用可以消除它（改设置之后的缺页统计显示了对哪些调用确实消除了）。
-# 2. **遍历内存的次数。** eager 模式的 RMSNorm 不可能超过为它打印的“at best”比例：无论用哪种分配器，它的运算链搬运的字节数都是理想值的好几倍。只有融合内核（这里是 `torch.compile`）才能接近拷贝。
-# 3. **权重梯度。** $\partial L/\partial\gamma$ 是对所有行的求和。这个 PyTorch 版本生成的反向内核（其源码就是 `run_and_get_code` 返回的内容）先对所有行求出它，再逐行计算 $\partial L/\partial x$，因此 $x$ 和 $\partial L/\partial y$ 要读两遍：这超出了理想访存量，所以编译后的前向+反向无法像理想内核那样接近拷贝。
+# 2. **遍历内存的次数**。eager 模式的 RMSNorm 不可能超过为它打印的“at best”比例：无论用哪种分配器，它的运算链搬运的字节数都是理想值的好几倍。只有融合内核（这里是 `torch.compile`）才能接近拷贝。
+# 3. **权重梯度**。$\partial L/\partial\gamma$ 是对所有行的求和。这个 PyTorch 版本生成的反向内核（其源码就是 `run_and_get_code` 返回的内容）先对所有行求出它，再逐行计算 $\partial L/\partial x$，因此 $x$ 和 $\partial L/\partial y$ 要读两遍：这超出了理想访存量，所以编译后的前向+反向无法像理想内核那样接近拷贝。
 # 4. **核心少，且被共享**。线程不多、机器又同时运行着其他任务时，每个并行区域都要等到两个线程都分到核心才能执行；一次调用包含的并行区域越多，这部分代价越大，也让较短的计时变得粗糙。拷贝带宽本身也随运行而变化，因为末级缓存由同时运行的其他任务共享。正因如此，这里的每个计时都附有范围，落在范围之内的差别一律报告为没有差别。
 
 # %% [markdown]
 # ## 参考来源 { #sources }
 #
-# - Zhang, Sennrich. *Root Mean Square Layer Normalization*, NeurIPS 2019，[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)：摘要（“reduces the running time by 7%∼64% on different models”），结果表（逐模型的运行时间缩短，来自转录；见 [RMSNorm 页面](../../foundations/rmsnorm/#is-rmsnorm-what-makes-llms-fast)）。
+# - Zhang, Sennrich 2019，*Root Mean Square Layer Normalization*，NeurIPS，[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)：摘要（“reduces the running time by 7%∼64% on different models”），结果表（逐模型的运行时间缩短，来自转录；见 [已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页）。
 # - pytorch/pytorch PR #153666（融合 RMSNorm，CUDA）和 PR #145301（MPS）；`c10/core/impl/alloc_cpu.cpp`（CPU 分配器调用 `posix_memalign` 和 `free`）。
 # - PyTorch 文档：`torch.nn.LayerNorm`、`torch.nn.RMSNorm`、`torch.nn.functional.rms_norm`、`torch.compile`；PyTorch 性能调优指南（pytorch/tutorials `recipes_source/recipes/tuning_guide.py`，“Switch Memory allocator”）。
 # - GNU C Library 手册，“Malloc Tunable Parameters”（`M_MMAP_THRESHOLD`、`M_TRIM_THRESHOLD`、`MALLOC_MMAP_THRESHOLD_`）；glibc `malloc/malloc.c`（`DEFAULT_MMAP_THRESHOLD_MAX`，64 位系统上为 32 MiB）。
-# - Williams, Waterman, Patterson. *Roofline: an insightful visual performance model for multicore architectures*, Communications of the ACM 52(4), 2009.
+# - Williams, Waterman, Patterson 2009，*Roofline: an insightful visual performance model for multicore architectures*，Communications of the ACM 52(4)。
 # - McCalpin，STREAM 基准测试：一次拷贝按搬运 2 × 大小字节计。
 
 # %%
