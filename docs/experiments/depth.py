@@ -255,7 +255,7 @@ for n in DEPTHS:
 base = language.baselines(TRAIN["seq_len"])
 refs = {name: base[name] for name in ("uniform", "unigram", "optimal")}  # = bigram
 
-# %% alt=["Training loss vs step per depth and placement", "Held-out loss vs depth per placement"] tags=["collapse"]
+# %% alt=["Train loss by step, per depth and placement", "Held-out loss vs depth"] tags=["collapse"]
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True, constrained_layout=True)
 for ax, n in zip(axes, DEPTHS, strict=True):
     for p, name in PLACEMENTS.items():
@@ -368,7 +368,8 @@ for n in DEPTHS:
 #   2206.03126) report the same alignment growing with depth in Post-LN Transformers and
 #   find that it can inhibit training; this page does not prove that it is the cause
 #   here (the other candidates:
-#   [why Pre-LN trains more stably](../../placement/pre-ln/#why-pre-ln-trains-more-stably)). DeepNorm trains at every depth tested, and so does Pre-LN, which closes less
+#   [why Pre-LN trains more stably](../../placement/pre-ln/#why-pre-ln-trains-more-stably)).
+#   DeepNorm trains at every depth tested, and so does Pre-LN, which closes less
 #   of the gap than DeepNorm at 24 and 48 layers in this budget (the shares are
 #   printed). ReZero hardly moves. Each of its branches enters through an $\alpha$ that
 #   starts at 0, and Adam moves a weight by at most about the learning rate per step

@@ -158,7 +158,7 @@ for n_layers in (6, 24):
 # bootstrap interval over the seeds.
 
 
-# %% alt="Last layer's W² gradient norm vs depth L, linear loss, with flat and 1/√L references" tags=["collapse"]
+# %% alt="Last-layer W² gradient norm vs depth L, linear loss; flat, 1/√L lines" tags=["collapse"]
 def last_layer(p, loss="linear"):
     last = [sweeps[p][n][loss][:, -1] for n in DEPTHS]
     return torch.stack(last, dim=1)  # (seeds, depths)
@@ -311,8 +311,9 @@ for n in DEPTHS:
 #   matters (what this leaves open: [why Pre-LN trains more
 #   stably](../../placement/pre-ln/#why-pre-ln-trains-more-stably)).
 # - **No vanishing gradient at these depths, in this setting.** A Post-LN gradient that
-#   vanishes on its way down does not show at 24 layers at initialization here: in neither placement is the first layer's gradient smaller than
-#   the last layer's (ratios above). This does not contradict the papers above: Xiong et
+#   vanishes on its way down does not show at 24 layers at initialization here: in
+#   neither placement is the first layer's gradient smaller than the last layer's
+#   (ratios above). This does not contradict the papers above: Xiong et
 #   al.'s Figure 3 measures a 6-6 encoder-decoder on translation data (see the bullet
 #   above), Admin finds the vanishing in decoders, and Admin and Mix-LN look at models
 #   during training, not only at initialization; random inputs on an encoder stack are
