@@ -62,7 +62,8 @@ def on_post_page(html: str, page, config) -> str:
     STATE.site.classes.update(css.page_classes(html))
     lang = language(config.theme.get("language"))
     html = page_html.collapse_snippet_cells(html, label(lang, "imports"))
-    html = page_html.collapse_tagged_cells(html, label(lang, "collapsed"))
+    html = page_html.collapse_tagged_cells(html, "collapse", label(lang, "collapsed"))
+    html = page_html.collapse_tagged_cells(html, "collapse-output", label(lang, "collapsed_output"))
     href = "/".join([".."] * page.url.count("/")) or "."
     return css.move_styles_out(html, href, STATE.site.stylesheets)
 

@@ -177,17 +177,28 @@ def test_long_cells_tagged_collapse_fold_their_code_not_their_output():
     code = (
         '<div class="jp-Cell-inputWrapper" tabindex="0"><div><pre>a = 1\nb = 2\n</pre></div></div>'
     )
-    output = '<div class="jp-Cell-outputWrapper"><pre>3</pre></div>'
+    output = '<div class="jp-Cell-outputWrapper"><pre>3\n4\n</pre></div>'
     cell = (
         f'<div class="jp-Cell jp-CodeCell jp-Notebook-cell celltag_collapse">{code}{output}</div>'
     )
     other = '<div class="jp-Cell jp-CodeCell jp-Notebook-cell">' + code + "</div>"
-    out = collapse_tagged_cells(f"<main>{cell}{other}</main>", LABELS["zh"]["collapsed"])
+    out = collapse_tagged_cells(
+        f"<main>{cell}{other}</main>", "collapse", LABELS["zh"]["collapsed"]
+    )
     assert out == (
         '<main><div class="jp-Cell jp-CodeCell jp-Notebook-cell celltag_collapse">'
         '<details class="info rn-code-cell"><summary>本单元的代码（2 行）</summary>\n'
         f"{code}\n</details>{output}</div>{other}</main>"
     )
+    # collapse-output folds the output and leaves the code open; neither tag folds the other
+    listed = cell.replace("celltag_collapse", "celltag_collapse-output")
+    out = collapse_tagged_cells(listed, "collapse-output", LABELS["en"]["collapsed_output"])
+    assert out == listed.replace(
+        output,
+        '<details class="info rn-code-cell"><summary>The output of this cell (2 lines)</summary>'
+        f"\n{output}\n</details>",
+    )
+    assert collapse_tagged_cells(listed, "collapse", "x") == listed
 
 
 def test_the_real_notebooks_inline_cleanly():

@@ -20,7 +20,7 @@
 # %% [markdown]
 # ## 预期 { #what-we-expected }
 #
-# **说法**。介绍前置层归一化（Pre-LN）Transformer 的文章常说，RMSNorm“进一步减少 7-64 % 归一化 FLOPs”[B]，能让推理更高效，还是大模型跑得快的原因。这个数字出自 Zhang & Sennrich 2019（[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)），其摘要写的是 RMSNorm “reduces the running time by 7%∼64% on different models”，即在不同模型上把运行时间缩短 7%∼64%。这是**整个模型**运行时间的缩短（在 GPU 上，分别用 TensorFlow、Theano 和 PyTorch 实现），而不是归一化本身的浮点运算量：按 [已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页所转录的论文结果表，Transformer-base 模型节省了 6.9%（即那个“7%”），而“64%”是 pRMSNorm（部分均方根归一化）在一个 GRU 顺序嵌入（order-embedding）模型上的结果（63.9%）；普通 RMSNorm 最多节省 40.8%。这些逐模型的数字来自几份彼此一致的结果表转录，并未对照 PDF 原文核实。
+# **说法**。介绍前置层归一化（Pre-LN）Transformer 的文章常说，RMSNorm“进一步减少 7-64 % 归一化 FLOPs”[B]，能让推理更高效，还是大模型跑得快的原因。这个数字出自 Zhang & Sennrich 2019（[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)），其摘要写的是 RMSNorm “reduces the running time by 7%∼64% on different models”，即在不同模型上把运行时间缩短 7%∼64%。这是**整个模型**运行时间的缩短（在 GPU 上，分别用 TensorFlow、Theano 和 PyTorch 实现），而不是归一化本身的浮点运算量：按[已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页所转录的论文结果表，Transformer-base 模型节省了 6.9%（即那个“7%”），而“64%”是 pRMSNorm（部分均方根归一化）在一个 GRU 顺序嵌入（order-embedding）模型上的结果（63.9%）；普通 RMSNorm 最多节省 40.8%。这些逐模型的数字来自几份彼此一致的结果表转录，并未对照 PDF 原文核实。
 #
 # **浮点运算**。对 $x$ 的每个元素，LayerNorm 的前向要做：求均值的累加，减去均值，平方，求方差的累加，乘以 $1/\sqrt{\sigma^2+\varepsilon}$，乘以 $\gamma$，再加上 $\beta$；RMSNorm 则只有平方、加法、乘以 $1/\mathrm{RMS}$ 和乘以 $\gamma$。RMSNorm 每个元素的浮点运算更少（第一个代码单元格会把它们数出来），但归一化是**受内存带宽限制的（memory-bound）**：它每搬运一个字节大约只做一次浮点运算，而一个 CPU 核心或一块 GPU 在搬运一个字节的时间里能做许多次浮点运算（下文以“脊点”（ridge point）的形式测量这一比值）。因此，归一化的耗时由它读写的字节数决定，而在这一点上两种归一化几乎相同：读 $x$，写 $y$，外加一两个参数向量。
 #
@@ -162,7 +162,7 @@
 # %% [markdown]
 # ## 参考来源 { #sources }
 #
-# - Zhang, Sennrich 2019，*Root Mean Square Layer Normalization*，NeurIPS，[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)：摘要（“reduces the running time by 7%∼64% on different models”），结果表（逐模型的运行时间缩短，来自转录；见 [已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页）。
+# - Zhang, Sennrich 2019，*Root Mean Square Layer Normalization*，NeurIPS，[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)：摘要（“reduces the running time by 7%∼64% on different models”），结果表（逐模型的运行时间缩短，来自转录；见[已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页）。
 # - pytorch/pytorch PR #153666（融合 RMSNorm，CUDA）和 PR #145301（MPS）；`c10/core/impl/alloc_cpu.cpp`（CPU 分配器调用 `posix_memalign` 和 `free`）。
 # - PyTorch 文档：`torch.nn.LayerNorm`、`torch.nn.RMSNorm`、`torch.nn.functional.rms_norm`、`torch.compile`；PyTorch 性能调优指南（pytorch/tutorials `recipes_source/recipes/tuning_guide.py`，“Switch Memory allocator”）。
 # - GNU C Library 手册，“Malloc Tunable Parameters”（`M_MMAP_THRESHOLD`、`M_TRIM_THRESHOLD`、`MALLOC_MMAP_THRESHOLD_`）；glibc `malloc/malloc.c`（`DEFAULT_MMAP_THRESHOLD_MAX`，64 位系统上为 32 MiB）。

@@ -8,7 +8,8 @@ A page shows a few lines of a module with an empty fence that names them:
 The build (``hooks/excerpts.py``) and the tests (``tests/codeblocks.py``) fill it with
 the exact lines of that class, function, method or module-level name in
 ``snippets/transformer.py``, decorators included, titled with the file and the lines'
-numbers. The page therefore cannot drift from the module that runs: the lines are read
+numbers (in the title only: numbered lines would add a link per line that the page's
+validity and contrast checks refuse). The page therefore cannot drift from the module that runs: the lines are read
 from it at every build, found by name, not by line number.
 """
 
@@ -84,7 +85,7 @@ def locate(file: str, name: str, folder: Path = SNIPPETS) -> tuple[int, int, str
 
 
 def expand(markdown: str, lang: str = "en", folder: Path = SNIPPETS) -> str:
-    """The page with every excerpt fence filled with its lines, titled and numbered."""
+    """The page with every excerpt fence filled with its lines, titled with their numbers."""
 
     def fill(match: re.Match) -> str:
         if match.group("body").strip():
@@ -96,7 +97,7 @@ def expand(markdown: str, lang: str = "en", folder: Path = SNIPPETS) -> str:
         first, last, code = locate(file, match.group("name"), folder)
         title = TITLE.get(lang, TITLE["en"]).format(file=file, first=first, last=last)
         info = EXCERPT_ATTR.sub("", match.group("info")).strip()
-        head = f'{indent}{fence}{info} title="{title}" linenums="{first}"'
+        head = f'{indent}{fence}{info} title="{title}"'
         body = "".join(f"{indent}{line}\n" if line else "\n" for line in code.splitlines())
         return f"{head}\n{body}{indent}{fence}"
 

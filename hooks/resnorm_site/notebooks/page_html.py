@@ -82,25 +82,28 @@ def collapse_snippet_cells(html: str, summary: str) -> str:
 
 # A notebook's own code cell tagged ``collapse`` (``# %% tags=["collapse"]``): a long cell
 # whose code the page does not explain line by line (plotting, bookkeeping). Its code is
-# folded; its output stays open.
-COLLAPSE_TAG = "collapse"
-COLLAPSE_CELL = re.compile(r'<div[^>]*class="jp-Cell [^"]*\bcelltag_' + COLLAPSE_TAG + r'\b[^"]*"')
-INPUT = re.compile(r'<div[^>]*class="jp-Cell-inputWrapper\b[^"]*"')
+# folded; its output stays open. ``collapse-output`` folds a long output instead (the
+# numbers a run publishes, listed in full).
+COLLAPSE_TAGS = {"collapse": "jp-Cell-inputWrapper", "collapse-output": "jp-Cell-outputWrapper"}
 
 
-def collapse_tagged_cells(html: str, summary: str) -> str:
-    """Fold the code of each cell tagged COLLAPSE_TAG into a closed <details>; ``summary``
-    may name the cell's number of lines, ``{lines}``."""
+def collapse_tagged_cells(html: str, tag: str, summary: str) -> str:
+    """Fold the part of each cell tagged ``tag`` that COLLAPSE_TAGS names into a closed
+    <details>; ``summary`` may name the folded part's number of lines, ``{lines}``."""
+    cell_re = re.compile(r'<div[^>]*class="jp-Cell [^"]*\bcelltag_' + re.escape(tag) + r'(?=["\s])')
+    part_re = re.compile(r'<div[^>]*class="' + COLLAPSE_TAGS[tag] + r'\b[^"]*"')
     out, pos = [], 0
-    for match in COLLAPSE_CELL.finditer(html):
-        code = INPUT.search(html, match.end(), element_end(html, match.start(), "div"))
-        if code is None or code.start() < pos:
+    for match in cell_re.finditer(html):
+        part = part_re.search(html, match.end(), element_end(html, match.start(), "div"))
+        if part is None or part.start() < pos:
             continue
-        end = element_end(html, code.start(), "div")
-        wrapper = html[code.start() : end]
-        pre = re.search(r"<pre\b.*?</pre>", wrapper, re.S)
-        lines = pre.group(0).count("\n") if pre else 0
-        out.append(html[pos : code.start()])
+        end = element_end(html, part.start(), "div")
+        wrapper = html[part.start() : end]
+        texts = [
+            re.sub(r"<[^>]+>", "", pre) for pre in re.findall(r"<pre\b.*?</pre>", wrapper, re.S)
+        ]
+        lines = sum(len(text.rstrip("\n").splitlines()) for text in texts)
+        out.append(html[pos : part.start()])
         out.append(
             f'<details class="info rn-code-cell"><summary>{summary.format(lines=lines)}'
             f"</summary>\n{wrapper}\n</details>"
