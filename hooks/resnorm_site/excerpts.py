@@ -9,8 +9,8 @@ The build (``hooks/excerpts.py``) and the tests (``tests/codeblocks.py``) fill i
 the exact lines of that class, function, method or module-level name in
 ``snippets/transformer.py``, decorators included, titled with the file and the lines'
 numbers (in the title only: numbered lines would add a link per line that the page's
-validity and contrast checks refuse). The page therefore cannot drift from the module that runs: the lines are read
-from it at every build, found by name, not by line number.
+validity and contrast checks refuse). The page therefore cannot drift from the module
+that runs: the lines are read from it at every build, found by name, not by number.
 """
 
 from __future__ import annotations
