@@ -59,25 +59,35 @@ def without_anchor_attr(title: str) -> str:
 SNIPPET_CELL = re.compile(r'<div[^>]*class="jp-Cell [^"]*\bcelltag_' + SNIPPET_TAG + r'\b[^"]*"')
 
 
-def collapse_snippet_cells(html: str, summary: str) -> str:
-    """Wrap each inlined snippet cell of a notebook page in a closed <details> whose
-    summary reads ``summary`` and the snippet's file name."""
+def _fold(html: str, starts, summary_of, css: str) -> str:
+    """Wrap each <div> opened at one of ``starts`` in a closed <details class="info css">
+    whose summary is ``summary_of(the div's html)``."""
     out, pos = [], 0
-    for match in SNIPPET_CELL.finditer(html):
-        if match.start() < pos:
-            continue  # nested in a cell already wrapped (cannot happen with nbconvert's markup)
-        end = element_end(html, match.start(), "div")
-        cell = html[match.start() : end]
-        name = re.search(r"snippets/(\w+)\.py", cell)
-        label = f"snippets/{name.group(1)}.py" if name else "snippet"
-        out.append(html[pos : match.start()])
+    for start in starts:
+        if start < pos:
+            continue  # inside a part already folded (cannot happen with nbconvert's markup)
+        end = element_end(html, start, "div")
+        part = html[start:end]
+        out.append(html[pos:start])
         out.append(
-            f'<details class="info rn-snippet-cell"><summary>{summary} '
-            f"<code>{label}</code></summary>\n{cell}\n</details>"
+            f'<details class="info {css}"><summary>{summary_of(part)}</summary>\n{part}\n</details>'
         )
         pos = end
     out.append(html[pos:])
     return "".join(out)
+
+
+def collapse_snippet_cells(html: str, summary: str) -> str:
+    """Wrap each inlined snippet cell of a notebook page in a closed <details> whose
+    summary reads ``summary`` and the snippet's file name."""
+
+    def summary_of(cell: str) -> str:
+        name = re.search(r"snippets/(\w+)\.py", cell)
+        label = f"snippets/{name.group(1)}.py" if name else "snippet"
+        return f"{summary} <code>{label}</code>"
+
+    starts = (m.start() for m in SNIPPET_CELL.finditer(html))
+    return _fold(html, starts, summary_of, "rn-snippet-cell")
 
 
 # A notebook's own code cell tagged ``collapse`` (``# %% tags=["collapse"]``): a long cell
@@ -92,22 +102,16 @@ def collapse_tagged_cells(html: str, tag: str, summary: str) -> str:
     <details>; ``summary`` may name the folded part's number of lines, ``{lines}``."""
     cell_re = re.compile(r'<div[^>]*class="jp-Cell [^"]*\bcelltag_' + re.escape(tag) + r'(?=["\s])')
     part_re = re.compile(r'<div[^>]*class="' + COLLAPSE_TAGS[tag] + r'\b[^"]*"')
-    out, pos = [], 0
-    for match in cell_re.finditer(html):
-        part = part_re.search(html, match.end(), element_end(html, match.start(), "div"))
-        if part is None or part.start() < pos:
-            continue
-        end = element_end(html, part.start(), "div")
-        wrapper = html[part.start() : end]
-        texts = [
-            re.sub(r"<[^>]+>", "", pre) for pre in re.findall(r"<pre\b.*?</pre>", wrapper, re.S)
-        ]
-        lines = sum(len(text.rstrip("\n").splitlines()) for text in texts)
-        out.append(html[pos : part.start()])
-        out.append(
-            f'<details class="info rn-code-cell"><summary>{summary.format(lines=lines)}'
-            f"</summary>\n{wrapper}\n</details>"
-        )
-        pos = end
-    out.append(html[pos:])
-    return "".join(out)
+
+    def starts():
+        for cell in cell_re.finditer(html):
+            part = part_re.search(html, cell.end(), element_end(html, cell.start(), "div"))
+            if part is not None:
+                yield part.start()
+
+    def summary_of(part: str) -> str:
+        pres = re.findall(r"<pre\b.*?</pre>", part, re.S)
+        texts = [re.sub(r"<[^>]+>", "", pre).rstrip("\n") for pre in pres]
+        return summary.format(lines=sum(len(text.splitlines()) for text in texts))
+
+    return _fold(html, starts(), summary_of, "rn-code-cell")
