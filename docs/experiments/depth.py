@@ -49,7 +49,8 @@
 #   trains without warmup in Xiong et al.'s experiments (§4). Why the placements differ
 #   is discussed once, in
 #   [why Pre-LN trains more stably](../../placement/pre-ln/#why-pre-ln-trains-more-stably).
-# - **What the source articles say.** They note, correctly, that Pre-LN normalizes only
+# - **What the source articles say** (the five Chinese posts this handbook grew from,
+#   listed in the [claims ledger](../claims/)). They note, correctly, that Pre-LN normalizes only
 #   what enters each sublayer; they also claim that it keeps the residual sum's variance
 #   "relatively stable", that Post-LN is hard to train beyond about 24 layers while
 #   Pre-LN trains 100+, and they write Sandwich-LN as

@@ -41,7 +41,7 @@
 #   开始，训练了 120 层的 Transformer。在 Xiong 等人的实验中，Pre-LN 不用预热也能训练（§4）。
 #   几种归一化位置为什么表现不同，统一放在
 #   [为什么 Pre-LN 训练更稳定](../../placement/pre-ln/#why-pre-ln-trains-more-stably)一节讨论。
-# - **这几篇文章怎么说**。它们正确地指出，Pre-LN 只对进入各子层的输入做归一化；
+# - **这几篇文章怎么说**（指本手册所依据的五篇中文文章，见[论断核查表](../claims/)）。它们正确地指出，Pre-LN 只对进入各子层的输入做归一化；
 #   但它们还说 Pre-LN 残差和的方差“相对稳定”[D]，说 Post-LN 训练深层网络“困难（>24层）”[D]，而 Pre-LN“可以训练100+层的网络”[D]，并且把 Sandwich-LN 写成 $\mathrm{LN}(x + F(\mathrm{LN}(x)))$。
 #   方差稳定的说法与引理 2 相矛盾，下面会实际测量；关于深度的说法在一个小设置下用 6、24 和 48
 #   层来检验；而那个 Sandwich-LN 公式并不是 CogView 的：CogView 的代码（THUDM/CogView

@@ -15,8 +15,9 @@
 # single vector of 8 features through the connection, stage by stage, for
 # [Post-LN](../../placement/post-ln/), [Pre-LN](../../placement/pre-ln/) and the
 # sandwich form of [Peri-LN](../../placement/variants/), and draws every
-# intermediate vector as bars. One of the articles this handbook started from
-# offers the same picture for Pre-Norm and Post-Norm as an interactive app; here it
+# intermediate vector as bars. One of the articles this handbook started from (the
+# [claims ledger](../claims/) lists them) offers the same picture for Pre-Norm and
+# Post-Norm as an interactive app; here it
 # is static, with one sublayer $F$ shared by all three placements and with each
 # stage's mean and standard deviation printed next to it. The
 # [interactive version](../vector_widget/) runs in the browser, with this $F$ at

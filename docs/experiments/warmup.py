@@ -35,7 +35,8 @@
 # - **Pre-LN trains without warmup** (§4): about 34 BLEU on IWSLT14 at 5e-4
 #   with no warmup; for BERT, Post-LN with 10k warmup steps at 1e-4 diverged at
 #   3e-4, where Pre-LN trained with no warmup.
-# - **The source articles** add that Pre-LN "can use a larger learning rate and
+# - **The source articles** (the five Chinese posts this handbook grew from, listed in
+#   the [claims ledger](../claims/)) add that Pre-LN "can use a larger learning rate and
 #   a warmup of 0–500 steps" and that it "converges faster". The first is
 #   Xiong's BERT result above; no source for "0–500 steps" was found (see the
 #   section on warmup claims of the [Pre-LN page](../../placement/pre-ln/)).
