@@ -162,12 +162,12 @@ class Residual(nn.Module):
         sublayer: nn.Module,
         d_model: int,
         norm_position: str = "pre",
-        norm: str = "layernorm",
+        norm: str | None = None,  # None: LayerNorm, or no norm for rezero
         dropout: float = 0.0,
         eps: float | None = None,
         alpha: float | torch.Tensor = 1.0,
         pre_scale: float = 1.0,
-        bias: bool = True,
+        bias: bool | None = None,  # None: True, or nothing for rezero
     ):
         super().__init__()
         if norm_position not in POSITIONS:
@@ -189,14 +189,17 @@ class Residual(nn.Module):
             raise ValueError(f"pre_scale scales Norm(x) in 'pre' and 'sandwich' only, got {p!r}")
         check_number("pre_scale", pre_scale)
         check_number("dropout", dropout, "in [0, 1]")
-        if p == "rezero" and eps is not None:  # refuse, never ignore
-            raise ValueError(f"norm_position='rezero' has no norm, got eps={eps!r}")
+        for name, value in (("norm", norm), ("eps", eps), ("bias", bias)):
+            if p == "rezero" and value is not None:  # refuse, never ignore
+                raise ValueError(f"norm_position='rezero' has no norm, got {name}={value!r}")
+        norm = "layernorm" if norm is None else norm
+        bias = True if bias is None else bias
         self.sublayer = sublayer
         self.d_model = d_model
         self.norm_position = norm_position
         self.dropout = nn.Dropout(dropout)
         self.pre_scale = pre_scale  # LayerNorm Scaling multiplies Norm(x) by 1/sqrt(layer)
-        if norm not in NORMS:  # checked here too: rezero builds no norm to check it
+        if norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
         # Only the norms this placement uses exist, so parameter counts are honest.
         args = (norm, d_model, eps, bias)
@@ -413,7 +416,7 @@ class Block(nn.Module):
         d_ff: int,
         dropout: float = 0.0,
         norm_position: str = "pre",
-        norm: str = "layernorm",
+        norm: str | None = None,  # None: LayerNorm, or no norm for rezero
         activation: str = "gelu",
         causal: bool = False,
         bias: bool = True,
@@ -435,7 +438,10 @@ class Block(nn.Module):
         # With a qk_norm and no norm of its own (rezero), eps is the qk_norm's alone.
         conn_eps = None if norm_position == "rezero" and qk_norm is not None else eps
         conn = dict(norm_position=norm_position, norm=norm, dropout=dropout, eps=conn_eps)
-        conn.update(alpha=alpha, pre_scale=pre_scale, bias=bias)  # bias: linears and norms
+        # bias reaches the linears, and the norms where there are any
+        conn.update(
+            alpha=alpha, pre_scale=pre_scale, bias=None if norm_position == "rezero" else bias
+        )
         attn_eps = eps if qk_norm is not None else None
         attn = MultiHeadAttention(
             d_model, n_heads, dropout, causal, bias, qk_norm, attn_eps, qk_scale, softcap
@@ -816,9 +822,12 @@ class Stack(nn.Module):
         final_norm = block_kwargs.pop("final_norm", None)
         if final_norm is None:
             final_norm = needs_final_norm(norm_position)
-        norm, eps = block_kwargs.get("norm", "layernorm"), block_kwargs.get("eps")
-        if norm_position == "rezero" and final_norm and block_kwargs.get("qk_norm") is None:
-            block_kwargs.pop("eps", None)  # ReZero's blocks have no norm: eps is the final norm's
+        norm, eps = block_kwargs.get("norm"), block_kwargs.get("eps")
+        if norm_position == "rezero" and final_norm:
+            block_kwargs.pop("norm", None)  # ReZero's blocks have no norm: it is the final norm's
+            if block_kwargs.get("qk_norm") is None:
+                block_kwargs.pop("eps", None)  # and so is eps, unless a qk_norm takes it
+        norm = "layernorm" if norm is None else norm
         if norm_position == "deepnorm":
             block_kwargs["alpha"], beta = deepnorm_alpha_beta(n_layers)
         self.layers = nn.ModuleList(
@@ -926,7 +935,7 @@ class GPTConfig:
     dropout: float = 0.0
     bias: bool = True
     norm_position: str = "pre"  # any of STACK_POSITIONS
-    norm: str = "layernorm"  # any of NORMS
+    norm: str | None = None  # any of NORMS; None: LayerNorm (ReZero: none)
     activation: str = "gelu"  # nanoGPT's exact GELU; "gelu_tanh" is GPT-2's approximation
 
 

@@ -73,6 +73,7 @@ def test_residual_computes_its_formula(position, norm, device):
     torch.manual_seed(0)
     f = nn.Linear(D, D)
     alpha = 1.7 if position == "deepnorm" else 1.0
+    norm = None if position == "rezero" else norm  # ReZero has no norm and refuses one
     r = Residual(f, D, norm_position=position, norm=norm, alpha=alpha).to(device)
     _randomize(r)
     if position == "rezero":
@@ -474,7 +475,19 @@ def test_arguments_a_placement_would_ignore_are_refused():
     with pytest.raises(TypeError, match="pre_scale must be a float, got str"):
         Residual(nn.Identity(), D, "pre", pre_scale="0.5")
     with pytest.raises(ValueError, match=r"norm must be one of .* got 'batchnorm'"):
-        Residual(nn.Identity(), D, "rezero", norm="batchnorm")  # no norm built, still checked
+        Residual(nn.Identity(), D, "pre", norm="batchnorm")
+    # ReZero builds no norm: a norm, eps or bias given to it would reach nothing
+    for name, value in (("norm", "rmsnorm"), ("norm", "batchnorm"), ("bias", False)):
+        with pytest.raises(ValueError, match=f"'rezero' has no norm, got {name}={value!r}"):
+            Residual(nn.Identity(), D, "rezero", **{name: value})
+    with pytest.raises(ValueError, match="'rezero' has no norm, got norm='rmsnorm'"):
+        Block(D, H, FF, norm_position="rezero", norm="rmsnorm")
+    with pytest.raises(ValueError, match="'rezero' has no norm, got norm='rmsnorm'"):
+        Stack(2, D, H, FF, norm_position="rezero", norm="rmsnorm")
+    # with a final norm, the stack's norm is that norm's
+    stack = Stack(2, D, H, FF, norm_position="rezero", norm="rmsnorm", final_norm=True)
+    assert isinstance(stack.norm_f, nn.RMSNorm)
+    assert Block(D, H, FF, norm_position="rezero", bias=False).attn.sublayer.qkv.bias is None
     with pytest.raises(ValueError, match="DyT has no eps, got eps=1e-06"):
         Block(D, H, FF, norm="dyt", eps=1e-6)
     with pytest.raises(ValueError, match=r"norm_position must be one of .* got 'bogus'"):
@@ -1404,7 +1417,9 @@ def test_derf_formula_and_gradient(device):
 def test_derf_runs_in_every_placement(position, device):
     """As DyT: any placement, a training step reaches every parameter of every Derf."""
     torch.manual_seed(0)
-    stack = Stack(3, D, H, FF, norm_position=position, norm="derf", causal=True).to(device)
+    final = True if position == "rezero" else None  # ReZero's only norm is a final one
+    stack = Stack(3, D, H, FF, norm_position=position, norm="derf", causal=True, final_norm=final)
+    stack = stack.to(device)
     x = torch.randn(2, 5, D, device=device)
     y = stack(x)
     assert y.shape == x.shape and torch.isfinite(y).all()
