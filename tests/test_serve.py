@@ -30,11 +30,13 @@ def _site(root: Path) -> tuple[Files, Path]:
     (docs / "a.md").write_text('# A\n\n```python\n--8<-- "snippets/x.py"\n```\n')
     (docs / "b.md").write_text("# B\n\nThe answer is [[measured:nb:answer]].\n")
     (docs / "c.md").write_text("# C\n\nNothing else.\n")
+    (root / "snippets/y.py").write_text("Y = 1\n")
+    (docs / "d.md").write_text('# D\n\n```python excerpt="y.py:Y"\n```\n')
     (docs / "experiments/nb.py").write_text("# %% [markdown]\n# # NB\n")
     config = root / "mkdocs.yml"
     config.write_text("site_name: t\n")
     files = Files(
-        [File(p, str(docs), str(root / "site"), True) for p in ("a.md", "b.md", "c.md")]
+        [File(p, str(docs), str(root / "site"), True) for p in ("a.md", "b.md", "c.md", "d.md")]
         + [File("experiments/nb.py", str(docs), str(root / "site"), True)]
     )
     return files, config
@@ -55,6 +57,10 @@ def test_signatures_follow_what_each_page_depends_on(tmp_path: Path):
     after = sign()
     assert after["a.md"] != before["a.md"]
     assert after["b.md"] == before["b.md"] and after["c.md"] == before["c.md"]
+    (tmp_path / "snippets/y.py").write_text("Y = 2\n")  # a module a page shows lines of
+    shown = sign()
+    assert shown["d.md"] != after["d.md"] and shown["a.md"] == after["a.md"]
+    after = shown
 
     run = tmp_path / "run.ipynb"  # the notebook's page now shows a (new) run
     run.write_text("{}")

@@ -2,9 +2,10 @@
 
 A dirty build renders again only the pages whose source file is newer than their
 output (MkDocs 1.6 ``File.is_modified``). A page here depends on more than its source:
-the snippets it includes, the notebooks whose numbers it quotes, the navigation (every
-page's title) and the configuration, theme overrides and hooks. ``signatures`` hashes
-all of that for every page; a page whose signature changed is rendered again.
+the snippets it includes or shows excerpts of, the notebooks whose numbers it quotes,
+the navigation (every page's title) and the configuration, theme overrides and hooks.
+``signatures`` hashes all of that for every page; a page whose signature changed is
+rendered again.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import hashlib
 import re
 from pathlib import Path
 
+from resnorm_site.excerpts import EXCERPT_ATTR
 from resnorm_site.paths import notebook_stem
 
 INCLUDE = re.compile(r"""--8<--\s+["']([^"':]+)""")
@@ -61,6 +63,8 @@ def signatures(pages: list, root: Path, config_file: Path) -> dict[str, str]:
         parts = [everyone, f.abs_src_path, text]
         for include in sorted(set(INCLUDE.findall(text))):
             parts += [include, _read(root / include)]
+        for module in sorted({m.group("file") for m in EXCERPT_ATTR.finditer(text)}):
+            parts += [module, _read(root / "snippets" / module)]
         for stem in sorted(set(MEASURED.findall(text))):
             source = notebooks.get(stem, "")
             stamp = str(Path(source).stat().st_mtime_ns) if Path(source).is_file() else ""
