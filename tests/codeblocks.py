@@ -52,6 +52,7 @@ if str(ROOT / "hooks") not in sys.path:  # run as a script: import resnorm_site 
     sys.path.append(str(ROOT / "hooks"))
 
 from resnorm_site import excerpts  # noqa: E402
+from resnorm_site.paths import SNIPPETS  # noqa: E402
 
 # Info-string languages that are Python code to run.
 PYTHON = {"python", "py", "python3", "py3"}
@@ -227,7 +228,7 @@ def excerpt_lines(block: Block) -> tuple[int, int, str]:
 def handbook_modules() -> frozenset[str]:
     """The names a block imports the handbook's modules by: ``transformer`` for
     snippets/transformer.py."""
-    return frozenset(p.stem for p in (ROOT / "snippets").glob("*.py"))
+    return frozenset(p.stem for p in SNIPPETS.glob("*.py"))
 
 
 def imported_modules(code: str) -> set[str]:
@@ -248,7 +249,7 @@ def imported_modules(code: str) -> set[str]:
 def module_files(codes) -> list[Path]:
     """The module files a chain of code needs beside it."""
     names = set().union(*(imported_modules(c) for c in codes)) if codes else set()
-    return [ROOT / "snippets" / f"{name}.py" for name in sorted(names)]
+    return [SNIPPETS / f"{name}.py" for name in sorted(names)]
 
 
 def chain(block: Block) -> list[Block]:

@@ -124,7 +124,7 @@ def _check_excerpt(block: codeblocks.Block) -> None:
     """An excerpt is lines of the module that runs, found by name, never typed in."""
     assert not block.source.strip(), f"{block.id}: an excerpt's fence is empty; the build fills it"
     first, last, code = codeblocks.excerpt_lines(block)
-    module = (codeblocks.ROOT / "snippets" / block.excerpt[0]).read_text(encoding="utf-8")
+    module = (codeblocks.SNIPPETS / block.excerpt[0]).read_text(encoding="utf-8")
     assert code.splitlines() == module.splitlines()[first - 1 : last]
     assert last - first + 1 <= OPEN_LINES, (
         f"{block.id}: {block.excerpt[1]} is {last - first + 1} lines; show a smaller part"
@@ -168,7 +168,7 @@ def test_a_kept_result_follows_the_module_it_imports(tmp_path: Path, monkeypatch
     kept = codeblocks.KeptResults()
     codes = ("from layer_norm import LayerNorm\n",)
     plain = ("print(1)\n",)
-    module = codeblocks.ROOT / "snippets" / "layer_norm.py"
+    module = codeblocks.SNIPPETS / "layer_norm.py"
     before = (kept.path(codes), kept.path(plain))
     monkeypatch.setattr(Path, "read_bytes", lambda self: b"changed" if self == module else b"")
     assert kept.path(codes) != before[0] and kept.path(plain) == before[1]

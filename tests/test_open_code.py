@@ -20,7 +20,7 @@ from resnorm_site import excerpts
 from tests import codeblocks
 from tests.test_codeblocks import OPEN_LINES
 
-SNIPPETS = codeblocks.ROOT / "snippets"
+SNIPPETS = codeblocks.SNIPPETS
 TITLE = re.compile(r"^(?P<file>\w+\.py)(?:, lines |，第 )(?P<first>\d+)–(?P<last>\d+)(?: 行)?$")
 
 
