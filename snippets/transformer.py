@@ -140,19 +140,23 @@ def make_norm(norm: str, d_model: int, eps: float | None = None, bias: bool = Tr
 
 
 # --8<-- [start:residual]
-POSITIONS = ("post", "pre", "sandwich", "output", "deepnorm", "rezero")
+POSITIONS = ("post", "pre", "sandwich", "output", "deepnorm", "rezero", "normed_skip")
 
 
 class Residual(nn.Module):
     """One sublayer F with its residual connection; ``norm_position`` says where the norm goes.
 
-    post      y = Norm(x + F(x))                 Vaswani et al. 2017, BERT
-    pre       y = x + F(Norm(x))                 GPT-2, LLaMA (a stack adds a final norm)
-    sandwich  y = x + Norm(F(Norm(x)))           CogView's Sandwich-LN, Peri-LN, Gemma 2
-    output    y = x + Norm(F(x))                 OLMo 2
-    deepnorm  y = Norm(alpha * x + F(x))         DeepNet (alpha > 1)
-    rezero    y = x + alpha * F(x), alpha = 0    ReZero (no norm at all)
+    post         y = Norm(x + F(x))                 Vaswani et al. 2017, BERT
+    pre          y = x + F(Norm(x))                 GPT-2, LLaMA (a stack adds a final norm)
+    sandwich     y = x + Norm(F(Norm(x)))           CogView's Sandwich-LN, Peri-LN, Gemma 2
+    output       y = x + Norm(F(x))                 OLMo 2
+    deepnorm     y = Norm(alpha * x + F(x))         DeepNet (alpha > 1)
+    rezero       y = x + alpha * F(x), alpha = 0    ReZero (no norm at all)
+    normed_skip  y = alpha * n + beta * F(n),       MiniMax-Text-01, MiniMax-M1 ("postnorm":
+                 n = Norm(x)                        the skip carries the normed input)
 
+    In normed_skip, beta is ``branch_scale``, a multiplier in the forward pass (MiniMax's
+    *_beta_factor); DeepNet's beta (deepnorm_alpha_beta) is an init gain, not this.
     Dropout acts on the sublayer's output before it joins the residual sum, as
     in Vaswani et al. 2017, §5.4.
     """
@@ -168,17 +172,22 @@ class Residual(nn.Module):
         alpha: float | torch.Tensor = 1.0,
         pre_scale: float = 1.0,
         bias: bool | None = None,  # None: True, or nothing for rezero
+        branch_scale: float = 1.0,
     ):
         super().__init__()
         if norm_position not in POSITIONS:
             raise ValueError(f"norm_position must be one of {POSITIONS}, got {norm_position!r}")
         check_size("d_model", d_model)
         p = norm_position
-        # alpha and pre_scale act only where their placement puts them: refuse, never ignore.
+        # alpha, pre_scale and branch_scale act only where their placement puts them: refuse,
+        # never ignore.
         if not isinstance(alpha, (int, float, torch.Tensor)) or isinstance(alpha, bool):
             raise TypeError(f"alpha must be a float or a tensor, got {type(alpha).__name__}")
-        if (isinstance(alpha, torch.Tensor) or alpha != 1.0) and p not in ("post", "deepnorm"):
-            raise ValueError(f"alpha scales x in 'post' and 'deepnorm' only, got {p!r}")
+        skips = ("post", "deepnorm", "normed_skip")
+        if (isinstance(alpha, torch.Tensor) or alpha != 1.0) and p not in skips:
+            raise ValueError(
+                f"alpha scales the skip in 'post', 'deepnorm' and 'normed_skip' only, got {p!r}"
+            )
         if isinstance(alpha, torch.Tensor) and not torch.isfinite(alpha).all():
             raise ValueError(f"alpha must be finite, got {alpha}")
         if not isinstance(alpha, torch.Tensor):
@@ -188,6 +197,9 @@ class Residual(nn.Module):
         if pre_scale != 1.0 and p not in ("pre", "sandwich"):
             raise ValueError(f"pre_scale scales Norm(x) in 'pre' and 'sandwich' only, got {p!r}")
         check_number("pre_scale", pre_scale)
+        check_number("branch_scale", branch_scale)  # 0 would drop F, a NaN spread everywhere
+        if branch_scale != 1.0 and p != "normed_skip":
+            raise ValueError(f"branch_scale scales F in 'normed_skip' only, got {p!r}")
         check_number("dropout", dropout, "in [0, 1]")
         for name, value in (("norm", norm), ("eps", eps), ("bias", bias)):
             if p == "rezero" and value is not None:  # refuse, never ignore
@@ -199,11 +211,12 @@ class Residual(nn.Module):
         self.norm_position = norm_position
         self.dropout = nn.Dropout(dropout)
         self.pre_scale = pre_scale  # LayerNorm Scaling multiplies Norm(x) by 1/sqrt(layer)
+        self.branch_scale = float(branch_scale)
         if norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
         # Only the norms this placement uses exist, so parameter counts are honest.
         args = (norm, d_model, eps, bias)
-        self.norm_in = make_norm(*args) if p in ("pre", "sandwich") else None
+        self.norm_in = make_norm(*args) if p in ("pre", "sandwich", "normed_skip") else None
         self.norm_branch = make_norm(*args) if p in ("sandwich", "output") else None
         self.norm_out = make_norm(*args) if p in ("post", "deepnorm") else None
         if p == "rezero":
@@ -227,13 +240,18 @@ class Residual(nn.Module):
 
     def forward(self, x: torch.Tensor, **kwargs) -> torch.Tensor:
         check_input(x, ("batch", "seq_len", self.d_model))
-        h = self.branch(x, **kwargs)
+        if self.norm_position == "normed_skip":  # MiniMax: F and the skip both read Norm(x)
+            x = self.norm_in(x)
+            h = self.dropout(self.sublayer(x, **kwargs))
+            h = h if self.branch_scale == 1.0 else self.branch_scale * h
+        else:
+            h = self.branch(x, **kwargs)
         if self.norm_position == "rezero":
             return x + self.alpha * h
+        skip = x if isinstance(self.alpha, float) and self.alpha == 1.0 else self.alpha * x
         if self.norm_out is not None:  # post, deepnorm: the norm sits on the residual path
-            skip = x if isinstance(self.alpha, float) and self.alpha == 1.0 else self.alpha * x
             return self.norm_out(skip + h)
-        return x + h
+        return skip + h
 
 
 # --8<-- [end:residual]
@@ -268,6 +286,8 @@ class OnePlusRMSNorm(nn.RMSNorm):
 # Where a norm acts on queries and keys. (1 + w) is a value here, not a flag of its own: only
 # the per-head weighted norm has that choice, so a separate flag would mean nothing for the rest.
 QK_NORMS = ("head", "head_1p", "head_noweight", "proj", "l2")
+# A sigmoid gate on each head's output, the two forms of Qiu et al.'s code.
+OUTPUT_GATES = ("elementwise", "headwise")
 
 
 class MultiHeadAttention(nn.Module):
@@ -284,7 +304,17 @@ class MultiHeadAttention(nn.Module):
                    1 / sqrt(head_size): QKNorm (Henry et al. 2020, arXiv 2010.04245), whose
                    code starts g at log2(L² - L), L a long training length: ``qk_scale``
     ``softcap`` c bounds the logits s to (-c, c) as c * tanh(s / c) (Gemma 2).
-    ``eps`` is the qk_norm's. eps=None keeps PyTorch's default: in the RMSNorms torch's machine
+    ``output_gate`` multiplies each head's output by sigmoid(x W_g + b_g) before ``proj``, W_g
+    a Linear ``gate`` of its own reading the attention's input x (Qiu et al. 2025, arXiv
+    2505.06708; code qiuzh20/gated_attention, modeling_qwen3.py):
+    elementwise    one gate per feature of each head    Qwen3-Next, Qwen3.5 (their q_proj
+                   holds W_g: per head, the query's rows then the gate's), Kimi K3's MLA
+    headwise       one gate per head                    the paper's headwise variant
+    ``v_norm=True`` puts a weightless RMSNorm over each head's values too (Gemma 3n, Gemma 4).
+    ``scale`` multiplies q·k in place of 1 / sqrt(head_size) (None), as PyTorch SDPA's ``scale``:
+    Gemma 3n and Gemma 4 use 1.0, their q and k norms setting the size of the logits.
+    ``eps`` is the eps of the attention's norms, the qk_norm's and the v_norm's (Gemma 4 gives
+    all three its rms_norm_eps). eps=None keeps PyTorch's default: in the RMSNorms torch's machine
     epsilon of the dtype they compute in (float32's, 1.19e-7, for float16 and bfloat16 input
     too), in l2 F.normalize's 1e-12. The models above set their own (rms_norm_eps in
     transformers 5.23.0: 1e-6 in Qwen3 and Gemma 3, 1e-5 in OLMo 2 and Llama 4): pass it.
@@ -301,6 +331,9 @@ class MultiHeadAttention(nn.Module):
         eps: float | None = None,
         qk_scale: float | None = None,
         softcap: float | None = None,
+        v_norm: bool = False,
+        scale: float | None = None,
+        output_gate: str | None = None,
     ):
         super().__init__()
         check_size("d_model", d_model)
@@ -309,9 +342,22 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         if qk_norm is not None and qk_norm not in QK_NORMS:
             raise ValueError(f"qk_norm must be None or one of {QK_NORMS}, got {qk_norm!r}")
-        if eps is not None and qk_norm is None:  # refuse, never ignore
-            raise ValueError(f"eps is for a qk_norm, got qk_norm=None and eps={eps!r}")
+        if output_gate is not None and output_gate not in OUTPUT_GATES:
+            raise ValueError(
+                f"output_gate must be None or one of {OUTPUT_GATES}, got {output_gate!r}"
+            )
+        if not isinstance(v_norm, bool):
+            raise TypeError(f"v_norm must be True or False, got {v_norm!r}")
+        if eps is not None and qk_norm is None and not v_norm:  # refuse, never ignore
+            raise ValueError(
+                f"eps is for a qk_norm or v_norm, got qk_norm=None, v_norm=False and eps={eps!r}"
+            )
         check_number("eps", eps, none_ok=True)
+        if scale is not None and qk_norm == "l2":  # l2 learns its own scale, g
+            raise ValueError(
+                f"qk_norm='l2' scales the logits by its learned qk_scale, got scale={scale!r}"
+            )
+        check_number("scale", scale, none_ok=True)  # <= 0 flattens or inverts attention
         check_number("dropout", dropout, "in [0, 1]")
         if qk_norm == "l2" and qk_scale is None:
             raise ValueError(
@@ -331,6 +377,7 @@ class MultiHeadAttention(nn.Module):
         self.proj = nn.Linear(d_model, d_model, bias=bias)
         self.attn_dropout = nn.Dropout(dropout)
         self.qk_norm, self.eps, self.softcap = qk_norm, eps, softcap
+        self.scale = None if scale is None else float(scale)
         hs = d_model // n_heads
         norms = {
             "head": lambda: nn.RMSNorm(hs, eps),
@@ -342,6 +389,12 @@ class MultiHeadAttention(nn.Module):
             self.q_norm, self.k_norm = norms[qk_norm](), norms[qk_norm]()
         if qk_norm == "l2":
             self.qk_scale = nn.Parameter(torch.tensor(float(qk_scale)))  # one g per layer
+        self.v_norm = nn.RMSNorm(hs, eps, elementwise_affine=False) if v_norm else None
+        # Its own Linear, after proj, so the default's qkv, proj and their random draws stay.
+        self.output_gate = output_gate
+        if output_gate is not None:
+            n_gates = d_model if output_gate == "elementwise" else n_heads
+            self.gate = nn.Linear(d_model, n_gates, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = check_input(x, ("batch", "seq_len", self.d_model)).shape
@@ -352,10 +405,14 @@ class MultiHeadAttention(nn.Module):
         q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for t in (q, k, v))
         if self.qk_norm in ("head", "head_1p", "head_noweight"):  # over head_size
             q, k = self.q_norm(q), self.k_norm(k)
+        if self.v_norm is not None:  # Gemma 4: over head_size, no weight
+            v = self.v_norm(v)
         if self.qk_norm == "l2":
             eps = 1e-12 if self.eps is None else self.eps  # F.normalize's default
             q, k = F.normalize(q, dim=-1, eps=eps), F.normalize(k, dim=-1, eps=eps)
             att = self.qk_scale * (q @ k.transpose(-2, -1))  # cosines times g, in [-g, g]
+        elif self.scale is not None:
+            att = (q @ k.transpose(-2, -1)) * self.scale
         else:
             att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))  # (B, nh, T, T)
         if self.softcap is not None:
@@ -364,8 +421,10 @@ class MultiHeadAttention(nn.Module):
             future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
             att = att.masked_fill(future, float("-inf"))  # softmax gives the future weight 0
         att = self.attn_dropout(att.softmax(dim=-1))
-        y = (att @ v).transpose(1, 2).reshape(B, T, C)  # heads side by side again
-        return self.proj(y)
+        y = (att @ v).transpose(1, 2)  # (B, T, n_heads, head_size)
+        if self.output_gate is not None:  # (B, T, n_heads, head_size or 1): read from x
+            y = y * torch.sigmoid(self.gate(x)).view(B, T, self.n_heads, -1)
+        return self.proj(y.reshape(B, T, C))  # heads side by side again
 
 
 # gelu_tanh: GELU's tanh approximation, the gelu of GPT-2 (openai/gpt-2 src/model.py)
@@ -406,7 +465,12 @@ class Block(nn.Module):
     ``parallel`` feeds both sublayers the same x and adds both outputs to it (Pre-LN only):
     one_norm   x + Attn(N(x)) + MLP(N(x))     GPT-J, PaLM, Cohere: one norm for both
     two_norms  x + Attn(N1(x)) + MLP(N2(x))   GPT-NeoX (use_parallel_residual=True)
-    ``qk_norm``, ``qk_scale`` and ``softcap`` go to the attention; so does ``eps`` with a qk_norm.
+    ``qk_norm``, ``qk_scale``, ``softcap``, ``v_norm``, ``scale`` and ``output_gate`` go to the
+    attention; so does ``eps`` with a qk_norm or v_norm. ``alpha`` and ``branch_scale`` go to
+    both Residuals.
+    ``layer_scalar`` s multiplies the block's output, s * Block(x): Gemma 4's ``layer_scalar``,
+    a buffer (loaded with the weights, not trained; ones at init in transformers 5.23.0).
+    None, the default, multiplies by nothing.
     """
 
     def __init__(
@@ -427,6 +491,11 @@ class Block(nn.Module):
         qk_norm: str | None = None,
         qk_scale: float | None = None,
         softcap: float | None = None,
+        v_norm: bool = False,
+        scale: float | None = None,
+        branch_scale: float = 1.0,
+        layer_scalar: float | None = None,
+        output_gate: str | None = None,
     ):
         super().__init__()
         if parallel is not None and parallel not in PARALLEL:
@@ -435,28 +504,38 @@ class Block(nn.Module):
             raise ValueError(
                 f"parallel={parallel!r} needs norm_position='pre', got {norm_position!r}"
             )
-        # With a qk_norm and no norm of its own (rezero), eps is the qk_norm's alone.
-        conn_eps = None if norm_position == "rezero" and qk_norm is not None else eps
+        # With a qk_norm or v_norm and no norm of its own (rezero), eps is the attention's alone.
+        attn_norms = qk_norm is not None or v_norm
+        conn_eps = None if norm_position == "rezero" and attn_norms else eps
         conn = dict(norm_position=norm_position, norm=norm, dropout=dropout, eps=conn_eps)
         # bias reaches the linears, and the norms where there are any
         conn.update(
             alpha=alpha, pre_scale=pre_scale, bias=None if norm_position == "rezero" else bias
         )
-        attn_eps = eps if qk_norm is not None else None
+        conn.update(branch_scale=branch_scale)
+        attn_eps = eps if attn_norms else None
         attn = MultiHeadAttention(
-            d_model, n_heads, dropout, causal, bias, qk_norm, attn_eps, qk_scale, softcap
-        )
+            d_model, n_heads, dropout, causal, bias, qk_norm, attn_eps, qk_scale, softcap,
+            v_norm, scale, output_gate=output_gate,
+        )  # fmt: skip
         self.attn = Residual(attn, d_model, **conn)
         self.mlp = Residual(FeedForward(d_model, d_ff, dropout, activation, bias), d_model, **conn)
         self.parallel = parallel
         if parallel == "one_norm":
             self.mlp.norm_in = self.attn.norm_in  # one module, one set of weights
+        check_number("layer_scalar", layer_scalar, "", none_ok=True)
+        if layer_scalar == 0:  # it would erase the residual stream
+            raise ValueError(f"layer_scalar must be None or a nonzero number, got {layer_scalar!r}")
+        s = None if layer_scalar is None else torch.full((1,), float(layer_scalar))
+        self.register_buffer("layer_scalar", s)  # None: no entry in the state_dict
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.parallel is None:
-            return self.mlp(self.attn(x))
-        check_input(x, ("batch", "seq_len", self.attn.d_model))
-        return x + self.attn.branch(x) + self.mlp.branch(x)
+            y = self.mlp(self.attn(x))
+        else:
+            check_input(x, ("batch", "seq_len", self.attn.d_model))
+            y = x + self.attn.branch(x) + self.mlp.branch(x)
+        return y if self.layer_scalar is None else y * self.layer_scalar
 
 
 # --8<-- [end:block]
@@ -522,12 +601,16 @@ class HyperConnection(nn.Module):
       (see sinkhorn_knopp), so the spectral norm is about 1, not 1, and the streams' sum is
       kept only as closely.
     head=True (mHC): only the collapse, DeepseekV4HyperHead's, before the final norm.
+    n_fracs=m > 1: Frac-Connections (Zhu et al. 2025, arXiv 2503.14125, Eqs. 6-15 and
+      Algorithms 1-3): the HC above on one stream split into m fractions h_j of width C/m,
+      with pre an (m, m) matrix whose outputs are concatenated (x_i = Σ_j pre_ji h_j) and
+      post_k scaling fraction k of F(x); pre and comb start as the identity.
     """
 
     def __init__(
         self,
         d_model: int,
-        n_streams: int = 4,
+        n_streams: int | None = None,  # None: 4, or 1 with n_fracs > 1
         constrained: bool = False,
         dynamic: bool = True,
         layer_index: int | None = None,  # HC: None is 0
@@ -536,10 +619,29 @@ class HyperConnection(nn.Module):
         norm_eps: float | None = None,  # the norm the mixing reads: mHC's RMSNorm, HC's LayerNorm
         sinkhorn_iters: int | None = None,  # mHC
         bias: bool | None = None,  # HC's LayerNorm; None: True
+        n_fracs: int = 1,  # HC: split the one stream into n_fracs fractions (Frac-Connections)
     ):
         super().__init__()
+        m = self.n_fracs = check_size("n_fracs", n_fracs)
+        if n_streams is None:
+            n_streams = 1 if m > 1 else 4
         n = self.n_streams = check_size("n_streams", n_streams)
         self.d_model = check_size("d_model", d_model)
+        if m > 1:  # the paper defines fractions for HC only, of one stream, read from pre = I
+            wrong = {"constrained": constrained, "head": head, "layer_index": layer_index}
+            wrong = {k: v for k, v in wrong.items() if v not in (False, None)}
+            if n != 1:
+                wrong["n_streams"] = n
+            for name, value in wrong.items():
+                want = "1 or unset" if name == "n_streams" else "unset"
+                raise ValueError(
+                    f"Frac-Connections (n_fracs={m}) split one HC stream and start from pre = I: "
+                    f"{name} must be {want}, got {name}={value!r}"
+                )
+            if d_model % m:
+                raise ValueError(f"n_fracs must divide d_model, got d_model={d_model}, n_fracs={m}")
+        self.width = d_model // m  # one stream's width: C for HC, C/m for a fraction
+        self.rows = m if m > 1 else n  # the streams are (B, T, rows, width)
         self.constrained, self.dynamic, self.head = constrained, dynamic, head
         if constrained and not dynamic:
             raise ValueError("dynamic=False is Zhu et al.'s static HC, got constrained=True")
@@ -583,17 +685,21 @@ class HyperConnection(nn.Module):
             raise ValueError(f"layer_index must be an int >= 0, got {layer_index!r}")
         pre = torch.zeros(n, 1)
         pre[layer_index % n] = 1.0
+        if m > 1:  # Frac-Connections, Eq. 15: pre = comb = I, so F reads h itself
+            pre, n = torch.eye(m), m
         self.static_alpha = nn.Parameter(torch.cat([pre, torch.eye(n)], dim=1))  # [pre | comb]
         self.static_beta = nn.Parameter(torch.ones(n))  # post
         if dynamic:  # zero projections: the dynamic part starts at 0
-            self.norm = nn.LayerNorm(d_model, eps=norm_eps, bias=True if bias is None else bias)
-            self.dynamic_alpha_fn = nn.Parameter(torch.zeros(d_model, n + 1))
+            w = self.width
+            self.norm = nn.LayerNorm(w, eps=norm_eps, bias=True if bias is None else bias)
+            self.dynamic_alpha_fn = nn.Parameter(torch.zeros(w, pre.shape[1] + n))
             self.dynamic_alpha_scale = nn.Parameter(torch.full((1,), 0.01))
-            self.dynamic_beta_fn = nn.Parameter(torch.zeros(d_model))
+            self.dynamic_beta_fn = nn.Parameter(torch.zeros(w))
             self.dynamic_beta_scale = nn.Parameter(torch.full((1,), 0.01))
 
     def mixing(self, h: torch.Tensor):
-        """pre (B, T, n), post (B, T, n), comb (B, T, n, n) from the streams h (B, T, n, C)."""
+        """pre (B, T, n), post (B, T, n), comb (B, T, n, n) from the streams h (B, T, n, C);
+        with n_fracs = m > 1, pre (B, T, m, m) from the fractions h (B, T, m, C/m)."""
         n = self.n_streams
         if self.constrained:
             dtype = torch.promote_types(h.dtype, torch.float32)  # as DeepSeek-V4: >= float32
@@ -611,18 +717,27 @@ class HyperConnection(nn.Module):
             hn = self.norm(h)  # (B, T, n, C): each stream normalized on its own
             alpha = alpha + self.dynamic_alpha_scale * torch.tanh(hn @ self.dynamic_alpha_fn)
             beta = beta + self.dynamic_beta_scale * torch.tanh(hn @ self.dynamic_beta_fn)
+        if self.n_fracs > 1:  # pre (B, T, m, m): fraction j's weight in F's fraction i
+            return alpha[..., : self.n_fracs], beta, alpha[..., self.n_fracs :]
         return alpha[..., 0], beta, alpha[..., 1:]
 
     def collapse(self, h: torch.Tensor):
         """F's input x = Σ_j pre_j h_j (B, T, C), and the post and comb that expand needs."""
-        check_input(h, ("batch", "seq_len", self.n_streams, self.d_model))
+        check_input(h, ("batch", "seq_len", self.rows, self.width))
         pre, post, comb = self.mixing(h)
+        if self.n_fracs > 1:  # fraction i of x is Σ_j pre_ji h_j: concatenated, not summed
+            dtype = torch.promote_types(pre.dtype, h.dtype)  # as HC's sum, then h's dtype
+            x = pre.transpose(-1, -2).to(dtype) @ h.to(dtype)
+            return x.flatten(-2).to(h.dtype), post, comb
         return (pre.unsqueeze(-1) * h).sum(dim=-2).to(h.dtype), post, comb
 
     def expand(self, y: torch.Tensor, h: torch.Tensor, post, comb) -> torch.Tensor:
         """The new streams h'_k = post_k y + Σ_j comb_jk h_j, (B, T, n, C)."""
         check_input(y, ("batch", "seq_len", self.d_model))
         post, comb = post.to(h.dtype), comb.to(h.dtype)
+        if self.n_fracs > 1:  # post_k scales fraction k of y only
+            y = y.unflatten(-1, (self.n_fracs, self.width))
+            return post.unsqueeze(-1) * y + comb.transpose(-1, -2) @ h
         return post.unsqueeze(-1) * y.unsqueeze(-2) + comb.transpose(-1, -2) @ h
 
     def forward(self, h: torch.Tensor, sublayer) -> torch.Tensor:
@@ -643,6 +758,9 @@ class DepthAttention(nn.Module):
     one pseudo-query w and one RMSNorm per sublayer (§5). w starts at zero, as §5 requires,
     so h starts as the mean of the v_i. The stack picks the v_i: every output (Full AttnRes)
     or sums over blocks of sublayers (Block AttnRes, Eqs. 5-6).
+    It computes in float32 at least and returns the sources' dtype, as Kimi K3's
+    KimiK3AttentionResidual; K3 also keeps w and the norm's weight in float32
+    (_keep_in_fp32_modules_strict): call .float() on this module after casting a model.
     """
 
     def __init__(self, d_model: int, eps: float | None = None):
@@ -653,8 +771,11 @@ class DepthAttention(nn.Module):
 
     def forward(self, sources) -> torch.Tensor:
         v = check_sources(sources, self.d_model)  # (m, B, T, C)
-        alpha = (self.norm(v) @ self.query).softmax(dim=0)  # (m, B, T): over depth
-        return (alpha.unsqueeze(-1) * v).sum(dim=0)
+        dtype = torch.promote_types(v.dtype, torch.float32)  # bfloat16 would round the weights
+        values = v.to(dtype)
+        keys = F.rms_norm(values, (self.d_model,), self.norm.weight.to(dtype), self.norm.eps)
+        alpha = (keys @ self.query.to(dtype)).softmax(dim=0)  # (m, B, T): over depth
+        return (alpha.unsqueeze(-1) * values).sum(dim=0).to(v.dtype)
 
 
 # --8<-- [end:attnres]
@@ -714,7 +835,7 @@ def needs_final_norm(norm_position: str) -> bool:
     """Placements that leave the residual sum un-normalized need one norm after the last layer."""
     if norm_position not in STACK_POSITIONS:
         raise ValueError(f"norm_position must be one of {STACK_POSITIONS}, got {norm_position!r}")
-    return norm_position in ("pre", "sandwich", "output", "mixln", "lns")
+    return norm_position in ("pre", "sandwich", "output", "mixln", "lns", "normed_skip")
 
 
 def deepnorm_alpha_beta(n_layers: int) -> tuple[float, float]:
@@ -751,9 +872,11 @@ class Stack(nn.Module):
     ``residual`` says how the sublayers' outputs reach later sublayers:
     add          x + F(x) in every Residual, the placement as ``norm_position`` says
     hc, mhc      ``n_streams`` copies of x, a HyperConnection around each sublayer;
-                 collapsed at the end (Zhu et al.: a sum; DeepSeek-V4: a learned head)
+                 collapsed at the end (Zhu et al.: a sum; DeepSeek-V4: a learned head);
+                 hc with ``n_fracs`` > 1: x split into fractions, concatenated at the end
     attnres      each sublayer attends over the embedding and earlier outputs, or over
-                 sums of ``block_size`` sublayers (Block AttnRes); one more for the output
+                 sums of ``block_size`` sublayers (Block AttnRes); one more for the output.
+                 Kimi K3's attn_res_block_size counts layers: block_size is twice it
     denseformer  the blocks as in add, a depth-weighted average after each block
     In hc, mhc and attnres a sublayer sees only its branch, F with its own norms
     (``Residual.branch``), so the norms must sit in the branch: ``BRANCH_POSITIONS``.
@@ -772,12 +895,25 @@ class Stack(nn.Module):
         residual: str = "add",
         n_streams: int | None = None,  # hc, mhc: None is 4, DeepSeek-V4's hc_mult
         block_size: int | None = None,
+        n_fracs: int | None = None,  # hc: Frac-Connections' m; None is 1, no split
         **block_kwargs,
     ):
         super().__init__()
         check_size("n_layers", n_layers)
         if residual not in RESIDUALS:
             raise ValueError(f"residual must be one of {RESIDUALS}, got {residual!r}")
+        if n_fracs is not None:  # given, so it must act: refuse, never ignore
+            check_size("n_fracs", n_fracs)
+            if residual != "hc":
+                raise ValueError(f"n_fracs is for 'hc', got residual={residual!r}")
+            if n_fracs > 1 and n_streams not in (None, 1):
+                raise ValueError(
+                    f"n_fracs={n_fracs} splits one stream (Frac-Connections), "
+                    f"so n_streams must be 1 or unset, got n_streams={n_streams}"
+                )
+            if n_fracs > 1:
+                n_streams = 1
+        self.n_fracs = 1 if n_fracs is None else n_fracs
         if n_streams is not None:  # given, so it must act: refuse, never ignore
             check_size("n_streams", n_streams)
             if residual not in ("hc", "mhc"):
@@ -812,8 +948,21 @@ class Stack(nn.Module):
         if "alpha" in block_kwargs and norm_position == "deepnorm":
             raise ValueError(f"a 'deepnorm' stack sets DeepNet's alpha itself, got alpha={alpha!r}")
         scales = isinstance(alpha, torch.Tensor) or (isinstance(alpha, float | int) and alpha != 1)
-        if scales and norm_position != "post":  # checked here, or mixln and lns would say 'pre'
-            raise ValueError(f"alpha scales x in 'post' and 'deepnorm' only, got {norm_position!r}")
+        if scales and norm_position not in ("post", "normed_skip"):  # else mixln would say 'pre'
+            raise ValueError(
+                "alpha scales the skip in 'post', 'deepnorm' and 'normed_skip' only, "
+                f"got {norm_position!r}"
+            )
+        branch_scale = block_kwargs.get("branch_scale", 1.0)  # a str: the Residual refuses it
+        scales = isinstance(branch_scale, numbers.Real) and branch_scale != 1
+        if scales and norm_position != "normed_skip":
+            raise ValueError(f"branch_scale scales F in 'normed_skip' only, got {norm_position!r}")
+        layer_scalar = block_kwargs.get("layer_scalar")
+        if layer_scalar is not None and residual in ("hc", "mhc", "attnres"):
+            raise ValueError(  # these call each sublayer's branch: no block output to scale
+                f"layer_scalar scales a block's output, which residual={residual!r} never forms, "
+                f"got layer_scalar={layer_scalar!r}"
+            )
         if "pre_scale" in block_kwargs:
             raise ValueError(
                 "a stack sets pre_scale per layer (norm_position='lns': 1/sqrt(l)), "
@@ -825,8 +974,8 @@ class Stack(nn.Module):
         norm, eps = block_kwargs.get("norm"), block_kwargs.get("eps")
         if norm_position == "rezero" and final_norm:
             block_kwargs.pop("norm", None)  # ReZero's blocks have no norm: it is the final norm's
-            if block_kwargs.get("qk_norm") is None:
-                block_kwargs.pop("eps", None)  # and so is eps, unless a qk_norm takes it
+            if block_kwargs.get("qk_norm") is None and not block_kwargs.get("v_norm"):
+                block_kwargs.pop("eps", None)  # and so is eps, unless a qk_norm or v_norm takes it
         norm = "layernorm" if norm is None else norm
         if norm_position == "deepnorm":
             block_kwargs["alpha"], beta = deepnorm_alpha_beta(n_layers)
@@ -842,9 +991,10 @@ class Stack(nn.Module):
         self.residual, self.d_model, self.n_streams = residual, d_model, n_streams
         n_sub = 2 * n_layers  # attention, feed-forward, attention, ...
         if residual == "hc":  # eps and bias reach the connections' LayerNorms
+            kw = dict(norm_eps=eps, bias=bias, n_fracs=self.n_fracs)
+            index = range(n_sub) if self.n_fracs == 1 else [None] * n_sub  # FC: pre starts at I
             self.connections = nn.ModuleList(
-                HyperConnection(d_model, n_streams, layer_index=i, norm_eps=eps, bias=bias)
-                for i in range(n_sub)
+                HyperConnection(d_model, n_streams, layer_index=i, **kw) for i in index
             )
             self.head = None
         elif residual == "mhc":  # one eps for all RMSNorms, as DeepSeek-V4's rms_norm_eps
@@ -877,6 +1027,11 @@ class Stack(nn.Module):
         return self.norm_f(x) if self.norm_f is not None else x
 
     def _streams(self, x: torch.Tensor, branches) -> torch.Tensor:
+        if self.n_fracs > 1:  # Frac-Connections: x split, (B, T, m, C/m), concatenated back
+            h = x.unflatten(-1, (self.n_fracs, -1))
+            for conn, branch in zip(self.connections, branches, strict=True):
+                h = conn(h, branch)
+            return h.flatten(-2)
         h = x.unsqueeze(-2).expand(*x.shape[:-1], self.n_streams, x.shape[-1])  # (B, T, n, C)
         for conn, branch in zip(self.connections, branches, strict=True):
             h = conn(h, branch)
@@ -1088,7 +1243,7 @@ if __name__ == "__main__":
     for position in POSITIONS:
         block = Block(16, n_heads=4, d_ff=64, norm_position=position, causal=True)
         n_params = sum(p.numel() for p in block.parameters())
-        print(f"{position:>8}: output {tuple(block(x).shape)}, {n_params} parameters")
+        print(f"{position:>11}: output {tuple(block(x).shape)}, {n_params} parameters")
     model = GPT(GPTConfig())
     print("GPT parameters:", model.num_parameters())
 # --8<-- [end:demo]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import itertools
 import math
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,16 +18,21 @@ from transformers.models.cohere import modeling_cohere as hf_cohere
 from transformers.models.deepseek_v4 import modeling_deepseek_v4 as hf_v4
 from transformers.models.gemma2 import modeling_gemma2 as hf_gemma2
 from transformers.models.gemma3 import modeling_gemma3 as hf_gemma3
+from transformers.models.gemma4 import modeling_gemma4 as hf_gemma4
 from transformers.models.gpt_neox import modeling_gpt_neox as hf_neox
 from transformers.models.llama4 import modeling_llama4 as hf_llama4
+from transformers.models.minimax import modeling_minimax as hf_minimax
 from transformers.models.olmo2 import modeling_olmo2 as hf_olmo2
 from transformers.models.qwen3 import modeling_qwen3 as hf_qwen3
+from transformers.models.qwen3_5 import modeling_qwen3_5 as hf_qwen3_5
+from transformers.models.qwen3_next import modeling_qwen3_next as hf_qwen3_next
 
 from snippets.transformer import (
     ACTIVATIONS,
     BRANCH_POSITIONS,
     GPT,
     NORMS,
+    OUTPUT_GATES,
     PARALLEL,
     POSITIONS,
     QK_NORMS,
@@ -72,9 +81,10 @@ def _randomize(module: nn.Module, seed: int = 0) -> None:
 def test_residual_computes_its_formula(position, norm, device):
     torch.manual_seed(0)
     f = nn.Linear(D, D)
-    alpha = 1.7 if position == "deepnorm" else 1.0
+    alpha = 1.7 if position in ("deepnorm", "normed_skip") else 1.0
+    beta = {"branch_scale": 0.6} if position == "normed_skip" else {}
     norm = None if position == "rezero" else norm  # ReZero has no norm and refuses one
-    r = Residual(f, D, norm_position=position, norm=norm, alpha=alpha).to(device)
+    r = Residual(f, D, norm_position=position, norm=norm, alpha=alpha, **beta).to(device)
     _randomize(r)
     if position == "rezero":
         with torch.no_grad():
@@ -87,6 +97,7 @@ def test_residual_computes_its_formula(position, norm, device):
         "output": lambda: x + r.norm_branch(f(x)),
         "deepnorm": lambda: r.norm_out(1.7 * x + f(x)),
         "rezero": lambda: x + r.alpha * f(x),
+        "normed_skip": lambda: 1.7 * r.norm_in(x) + 0.6 * f(r.norm_in(x)),
     }[position]()
     torch.testing.assert_close(r(x), expected)
 
@@ -95,7 +106,10 @@ def test_each_placement_has_only_the_norms_it_uses():
     counts = {
         p: sum(n is not None for n in _norms(Residual(nn.Identity(), D, p))) for p in POSITIONS
     }
-    assert counts == {"post": 1, "pre": 1, "sandwich": 2, "output": 1, "deepnorm": 1, "rezero": 0}
+    assert counts == {
+        "post": 1, "pre": 1, "sandwich": 2, "output": 1, "deepnorm": 1, "rezero": 0,
+        "normed_skip": 1,
+    }  # fmt: skip
 
 
 def _norms(r: Residual):
@@ -337,7 +351,9 @@ def test_lns_scales_the_normalized_input(device):
     torch.testing.assert_close(r(x), x + 0.5 * r.norm_in(x))
 
 
-@pytest.mark.parametrize("position", ["post", "pre", "sandwich", "mixln", "lns", "deepnorm"])
+@pytest.mark.parametrize(
+    "position", ["post", "pre", "sandwich", "mixln", "lns", "deepnorm", "normed_skip"]
+)
 def test_every_stack_placement_runs(position, device):
     stack = Stack(4, D, H, FF, norm_position=position, causal=True).to(device)
     x = torch.randn(2, 5, D, device=device)
@@ -463,10 +479,11 @@ def test_check_size_passes_good_sizes_through():
 
 def test_arguments_a_placement_would_ignore_are_refused():
     with pytest.raises(
-        ValueError, match=r"alpha scales x in 'post' and 'deepnorm' only, got 'pre'"
+        ValueError,
+        match=r"alpha scales the skip in 'post', 'deepnorm' and 'normed_skip' only, got 'pre'",
     ):
         Residual(nn.Identity(), D, "pre", alpha=1.7)
-    with pytest.raises(ValueError, match=r"alpha scales x in .* only, got 'rezero'"):
+    with pytest.raises(ValueError, match=r"alpha scales the skip in .* only, got 'rezero'"):
         Residual(nn.Identity(), D, "rezero", alpha=torch.ones(D))
     with pytest.raises(TypeError, match="alpha must be a float or a tensor, got str"):
         Residual(nn.Identity(), D, "deepnorm", alpha="2")
@@ -1152,6 +1169,95 @@ def test_hc_starts_as_pre_ln():
     assert [c.static_alpha[:, 0].argmax().item() for c in hc.connections] == [0, 1, 2, 3, 0, 1]
 
 
+def _frac_connection_algorithm_2(conn, h, sublayer):
+    """Frac-Connections' PyTorch-like pseudocode (arXiv 2503.14125, Appendix A, Algorithms
+    2 and 3, use_tanh, use_hc_norm and use_scale on), transcribed with the weights of conn:
+    width_connection, the sublayer on the concatenated first m rows, depth_connection. The
+    paper's bfloat16 cast of mix_h is left out: the test runs in float64. Its reshapes of
+    tuples are written with unpacking; the shapes are the same."""
+    rate, d = conn.n_fracs, h.shape[-1]
+    h_reshape = h.reshape(*h.shape[:-1], rate, d // rate)
+    norm_h = F.layer_norm(h_reshape, (d // rate,), conn.norm.weight, conn.norm.bias, conn.norm.eps)
+    alpha = torch.tanh(norm_h @ conn.dynamic_alpha_fn) * conn.dynamic_alpha_scale
+    alpha = alpha + conn.static_alpha[None, None, ...]
+    beta = torch.tanh(norm_h @ conn.dynamic_beta_fn) * conn.dynamic_beta_scale
+    beta = beta + conn.static_beta[None, None, ...]
+    mix_h = alpha.transpose(-1, -2) @ h_reshape  # (B, T, 2m, d/m)
+    x = mix_h[..., :rate, :].reshape(*mix_h.shape[:-2], mix_h.shape[-2] // 2 * mix_h.shape[-1])
+    h_o = sublayer(x)
+    out = beta[..., None] * h_o.reshape(*h_o.shape[:-1], rate, d // rate) + mix_h[..., rate:, :]
+    return out.reshape(*out.shape[:-2], out.shape[-2] * out.shape[-1])
+
+
+@pytest.mark.parametrize("m", [2, 4])
+def test_fc_equals_the_papers_pseudocode(m):
+    """Frac-Connections with every weight random against Algorithm 2: one stream split into m
+    fractions (Eq. 6), F reading the concatenation of Yᵀ H, the output Bᵀ T(...) + Aᵀ H (Eq. 8)
+    with B scaling fraction k of T's output, and the dynamic weights of Eqs. 11-14."""
+    torch.manual_seed(0)
+    conn = HyperConnection(D, n_fracs=m).double()
+    _randomize(conn)
+    T = nn.Linear(D, D).double()
+    x = torch.randn(2, 5, D, dtype=torch.float64)
+    got = conn(x.unflatten(-1, (m, D // m)), T).flatten(-2)
+    torch.testing.assert_close(got, _frac_connection_algorithm_2(conn, x, T), atol=1e-12, rtol=0)
+    assert conn.n_streams == 1 and conn.dynamic_alpha_fn.shape == (D // m, 2 * m)
+
+
+def test_fc_starts_as_pre_ln_exactly():
+    """Eq. 15's init (Y = A = I, B = 1, dynamic weights 0) makes F read x itself and the
+    update x + F(x): a Frac-Connections stack is the Pre-LN stack, bit for bit. Unlike HC
+    there is no n-fold sum at the end: the fractions are concatenated back."""
+    x = torch.randn(2, 5, D, dtype=torch.float64)
+    for m in (2, 4):
+        torch.manual_seed(0)
+        fc = Stack(3, D, H, FF, residual="hc", n_fracs=m, causal=True).double()
+        torch.manual_seed(0)
+        pre = Stack(3, D, H, FF, residual="add", causal=True).double()
+        assert torch.equal(fc(x), pre(x))
+    y = fc.to(torch.bfloat16)(x.to(torch.bfloat16))
+    assert y.dtype == torch.bfloat16 and torch.isfinite(y).all()
+
+
+def test_hc_default_is_bit_identical_with_n_fracs_1():
+    """n_fracs=1 is HC as before: same parameters, same output."""
+    x = torch.randn(2, 5, D)
+    outputs = []
+    for kwargs in ({}, {"n_fracs": 1}):
+        torch.manual_seed(0)
+        stack = Stack(2, D, H, FF, residual="hc", **kwargs)
+        _randomize(stack.connections)
+        outputs.append((stack(x), {k: v.shape for k, v in stack.state_dict().items()}))
+    assert torch.equal(outputs[0][0], outputs[1][0]) and outputs[0][1] == outputs[1][1]
+    assert HyperConnection(D).n_streams == 4 and HyperConnection(D).static_alpha.shape == (4, 5)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: HyperConnection(D, n_fracs=3), "n_fracs must divide d_model, got d_model=16"),
+        (lambda: HyperConnection(D, n_fracs=0), "n_fracs must be a positive int, got 0"),
+        (lambda: HyperConnection(D, n_fracs=2.0), "n_fracs must be a positive int"),
+        (lambda: HyperConnection(D, 4, n_fracs=2), "n_streams must be 1 or unset, got n_str"),
+        (lambda: HyperConnection(D, n_fracs=2, constrained=True), "constrained must be unset"),
+        (lambda: HyperConnection(D, n_fracs=2, layer_index=1), "layer_index must be unset"),
+        (lambda: Stack(2, D, H, FF, residual="mhc", n_fracs=2), "n_fracs is for 'hc', got r"),
+        (lambda: Stack(2, D, H, FF, n_fracs=2), "n_fracs is for 'hc', got residual='add'"),
+        (lambda: Stack(2, D, H, FF, residual="hc", n_fracs=2, n_streams=4), "n_streams must"),
+        (lambda: Stack(2, D, H, FF, residual="hc", n_fracs=5), "n_fracs must divide d_model"),
+    ],
+)
+def test_bad_n_fracs_is_named(make, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        make()
+
+
+def test_fc_refuses_streams_of_the_wrong_shape():
+    conn = HyperConnection(D, n_fracs=4)
+    with pytest.raises(ValueError, match=r"expected input of shape \(batch, seq_len, 4, 4\)"):
+        conn(torch.randn(2, 5, 1, D), nn.Identity())
+
+
 def test_mhc_mixing_stays_doubly_stochastic_over_depth():
     """The residual path through L connections is the product of their comb matrices. With
     mHC each is doubly stochastic (to Sinkhorn's 20 passes), so the product is too: rows and
@@ -1332,6 +1438,158 @@ def test_bad_streams_and_sources_are_named():
         depth([torch.randn(2, 5, D), torch.randn(2, 4, D)])
     with pytest.raises(ValueError, match="expected 3 sources, got 2"):
         DepthWeightedAverage(3, D)([torch.randn(2, 5, D)] * 2)
+
+
+# --- Kimi K3's attention residuals, against its code (tests/fixtures/kimi_k3) -----------------
+
+K3_EPS = 1e-5  # rms_norm_eps: the same on both sides (the fixture has no configuration file)
+
+
+@functools.cache
+def _kimi_k3():
+    """huggingface/transformers' modular_kimi_k3.py at e6ffd13, the classes kept in
+    tests/fixtures/kimi_k3 (see its README.md), loaded from its path: fixtures is no package."""
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "kimi_k3" / "modular_kimi_k3.py"
+    spec = importlib.util.spec_from_file_location("modular_kimi_k3", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _k3_config(n_layers: int, attn_res_block_size: int) -> transformers.PretrainedConfig:
+    """What KimiK3DecoderLayer and KimiK3AttentionResidual read: full-attention, dense layers,
+    whose KimiK3GatedMLA and KimiK3MLP the tests replace with stand-ins."""
+    return transformers.PretrainedConfig(
+        hidden_size=D, rms_norm_eps=K3_EPS, attn_res_block_size=attn_res_block_size,
+        layer_types=["full_attention"] * n_layers, mlp_layer_types=["dense"] * n_layers,
+        num_attention_heads=H, num_key_value_heads=H, attention_dropout=0.0,
+        attention_bias=False, q_lora_rank=8, kv_lora_rank=8, qk_rope_head_dim=2,
+        qk_nope_head_dim=2, v_head_dim=4, intermediate_size=FF, activation_situ_beta=4.0,
+        activation_situ_linear_beta=25.0,
+    )  # fmt: skip
+
+
+def _copy_k3_residual(ours: DepthAttention, theirs: nn.Module) -> None:
+    """pseudo_queries, a Linear(hidden_size, 1) without bias, is the query w; attn_residual_norm,
+    a weighted RMSNorm (KimiK3RMSNorm, Llama's), is the key norm."""
+    with torch.no_grad():
+        ours.query.copy_(theirs.pseudo_queries.weight[0])
+        ours.norm.weight.copy_(theirs.attn_residual_norm.weight)
+
+
+def _k3_block_residual(sources: list, like: torch.Tensor) -> torch.Tensor:
+    """K3's stored sources: (batch * seq_len, n, hidden_size) in float32."""
+    if not sources:
+        return like.new_zeros(like.shape[0] * like.shape[1], 0, D, dtype=torch.float32)
+    return torch.stack([s.reshape(-1, D) for s in sources], dim=1).float()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("n_sources", [1, 2, 5])
+def test_depth_attention_equals_kimi_k3_attention_residual(n_sources, dtype):
+    """DepthAttention ↔ KimiK3AttentionResidual: its sources are block_residual, then the
+    current hidden_states; keys RMSNorm(source), scores w · key, softmax over the sources,
+    the sources themselves as values, all in float32, cast back to the input's dtype. In
+    bfloat16 the weights stay float32 on both sides, as KimiK3PreTrainedModel's
+    _keep_in_fp32_modules_strict = ["pseudo_queries", "attn_residual_norm"] keeps them."""
+    theirs = _kimi_k3().KimiK3AttentionResidual(_k3_config(1, 1))
+    _randomize(theirs)
+    ours = DepthAttention(D, eps=K3_EPS)
+    _copy_k3_residual(ours, theirs)
+    g = torch.Generator().manual_seed(1)
+    sources = [(i + 1) * torch.randn(2, 5, D, generator=g) for i in range(n_sources)]
+    sources = [s.to(dtype) for s in sources]  # later sources larger, as a stream's sums grow
+    with torch.no_grad():
+        y = ours(sources)
+        expected = theirs(sources[-1], _k3_block_residual(sources[:-1], sources[-1]))
+    assert y.dtype == expected.dtype == dtype
+    torch.testing.assert_close(y, expected, atol=1e-6, rtol=1e-6)
+
+
+def test_depth_attention_computes_in_float32_at_least():
+    """In float32 and float64 the result is bit for bit the formula in the sources' dtype (as
+    before K3's precision was followed); bfloat16 sources give the float32 result, rounded once."""
+    torch.manual_seed(0)
+    for dtype in (torch.float32, torch.float64):
+        depth = DepthAttention(D, eps=K3_EPS).to(dtype)
+        _randomize(depth)
+        sources = [torch.randn(2, 5, D, dtype=dtype) for _ in range(3)]
+        v = torch.stack(sources)
+        alpha = (depth.norm(v) @ depth.query).softmax(dim=0)
+        assert torch.equal(depth(sources), (alpha.unsqueeze(-1) * v).sum(dim=0))
+    depth = DepthAttention(D, eps=K3_EPS)
+    _randomize(depth)
+    sources = [torch.randn(2, 5, D).to(torch.bfloat16) for _ in range(3)]
+    exact = depth([s.float() for s in sources])
+    assert torch.equal(depth(sources), exact.to(torch.bfloat16))
+
+
+class _KeywordStub(_Stub):
+    """_Stub called as KimiK3DecoderLayer calls its attention: self_attn(hidden_states=...)."""
+
+    def forward(self, hidden_states, **kwargs):
+        return super().forward(hidden_states)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("attn_res_block_size", [1, 2, 3])
+def test_attnres_stack_equals_kimi_k3_decoder_layers(attn_res_block_size, dtype):
+    """Stack(residual="attnres", block_size=2 * attn_res_block_size) ↔ five KimiK3DecoderLayers.
+    A K3 layer holds two sublayers, and a layer with layer_idx % attn_res_block_size == 0 opens
+    a new block before its attention: the handbook's blocks of block_size sublayers, counted
+    from the first. K3's attention and MLP are replaced by the same stand-ins on both sides
+    (_KeywordStub, _Stub), so what is compared is the wiring and the norms: pre_attn_residual
+    ↔ connections[2 l] (layer 0 skips it: its one source is the embedding, which the handbook's
+    softmax over one source returns as it is), input_layernorm ↔ attn.norm_in,
+    post_attn_residual ↔ connections[2 l + 1], post_attention_layernorm ↔ mlp.norm_in. The file
+    has no model class, so what follows the last layer is not K3's to compare: the test applies
+    one more KimiK3AttentionResidual and a KimiK3RMSNorm, as the handbook's connections[-1] and
+    norm_f do. Five layers leave the last block incomplete for block sizes 2 and 3. In bfloat16
+    the attention residuals keep float32 weights on both sides (_keep_in_fp32_modules_strict)."""
+    k3, n_layers = _kimi_k3(), 5
+    torch.manual_seed(0)
+    config = _k3_config(n_layers, attn_res_block_size)
+    layers = [k3.KimiK3DecoderLayer(config, i) for i in range(n_layers)]
+    assert [layer.is_start_of_residual_block for layer in layers] == [
+        i % attn_res_block_size == 0 for i in range(n_layers)
+    ]
+    final_residual, final_norm = k3.KimiK3AttentionResidual(config), k3.KimiK3RMSNorm(D, K3_EPS)
+    for seed, module in enumerate((*layers, final_residual, final_norm)):
+        _randomize(module, seed)
+    ours = Stack(
+        n_layers, D, H, FF, residual="attnres", block_size=2 * attn_res_block_size,
+        norm="rmsnorm", eps=K3_EPS,
+    )  # fmt: skip
+    with torch.no_grad():
+        for i, layer in enumerate(layers):
+            attn_core, mlp_core = nn.Linear(D, D), nn.Linear(D, D)
+            _randomize(attn_core, seed=10 + i)
+            _randomize(mlp_core, seed=20 + i)
+            layer.self_attn = _KeywordStub(attn_core, returns_tuple=True)
+            layer.mlp = _Stub(mlp_core)
+            block = ours.layers[i]
+            block.attn.sublayer, block.mlp.sublayer = _Stub(attn_core), _Stub(mlp_core)
+            block.attn.norm_in.weight.copy_(layer.input_layernorm.weight)
+            block.mlp.norm_in.weight.copy_(layer.post_attention_layernorm.weight)
+            _copy_k3_residual(ours.connections[2 * i], layer.pre_attn_residual)
+            _copy_k3_residual(ours.connections[2 * i + 1], layer.post_attn_residual)
+        _copy_k3_residual(ours.connections[-1], final_residual)
+        ours.norm_f.weight.copy_(final_norm.weight)
+    for module in (*layers, final_norm, ours):
+        module.to(dtype)
+    residuals = [r for layer in layers for r in (layer.pre_attn_residual, layer.post_attn_residual)]
+    for module in (*residuals, final_residual, ours.connections):
+        module.float()  # _keep_in_fp32_modules_strict: pseudo_queries, attn_residual_norm
+    x = torch.randn(2, 6, D).to(dtype)
+    with torch.no_grad():
+        h, block_residual = x, _k3_block_residual([], x)
+        for layer in layers:
+            h, block_residual = layer(h, block_residual)
+        expected = final_norm(final_residual(h, block_residual))
+        y = ours(x)
+    assert y.dtype == dtype
+    tol = 1e-6 if dtype == torch.float32 else BF16_TOL
+    torch.testing.assert_close(y, expected, atol=tol, rtol=tol)
 
 
 # --- The default attention and block are the ones before qk_norm, softcap and parallel ----------
@@ -1586,6 +1844,7 @@ def test_one_plus_rmsnorm_is_rmsnorm_with_weight_plus_one():
 # agree to float32's rounding (measured up to 1.4e-6 on outputs of size ~10); in float32 HF's
 # additions run in another order. Hence one tolerance for both.
 HF_ATTN_TOL = 1e-5
+BF16_TOL = 2e-2  # bfloat16 keeps 8 bits: 2^-8 ≈ 4e-3 per rounding, a few roundings deep
 
 
 def _rope_identity(x: torch.Tensor, dim: int):
@@ -1698,6 +1957,147 @@ def test_softcap_equals_gemma2_attention(dtype, device):
     plain = MultiHeadAttention(D, H, causal=True, bias=False).to(device=device, dtype=dtype)
     plain.load_state_dict(ours.state_dict())
     assert (plain(x) - ours(x)).abs().max() > 1e-2
+
+
+# --- Gated attention: MultiHeadAttention(output_gate=...) ---------------------------------------
+
+
+def _gated_attention_by_formula(attn: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
+    """Qiu et al.'s gate after attention: O_h = softmax(q_h k_hᵀ / √d) v_h for each head h,
+    then proj(concat_h O_h ⊙ sigmoid(x W_g + b_g)), the gate one value per feature of each
+    head (elementwise) or one per head (headwise), read from the attention's input x."""
+    B, T, C = x.shape
+    hs = C // attn.n_heads
+    q, k, v = (t.view(B, T, H, hs).transpose(1, 2) for t in attn.qkv(x).split(C, dim=2))
+    future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+    att = ((q @ k.transpose(-2, -1)) / math.sqrt(hs)).masked_fill(future, float("-inf"))
+    heads = (att.softmax(dim=-1) @ v).transpose(1, 2)  # (B, T, H, hs)
+    g = torch.sigmoid(x @ attn.gate.weight.T + attn.gate.bias)
+    g = g.view(B, T, H, hs) if attn.output_gate == "elementwise" else g.unsqueeze(-1)
+    return attn.proj((heads * g).reshape(B, T, C))
+
+
+@pytest.mark.parametrize("output_gate", OUTPUT_GATES)
+def test_output_gate_computes_its_formula(output_gate, device):
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(D, H, causal=True, output_gate=output_gate).to(device)
+    _randomize(attn)
+    n_gates = D if output_gate == "elementwise" else H
+    assert tuple(attn.gate.weight.shape) == (n_gates, D)
+    x = torch.randn(2, 7, D, device=device)
+    y = attn(x)
+    torch.testing.assert_close(y, _gated_attention_by_formula(attn, x))
+    ungated = MultiHeadAttention(D, H, causal=True).to(device)
+    ungated.load_state_dict(attn.state_dict(), strict=False)  # all but the gate
+    assert (y - ungated(x)).abs().max() > 1e-2  # the gate acts
+
+
+def test_headwise_gate_is_an_elementwise_gate_constant_over_each_head():
+    """A headwise gate equals the elementwise gate whose rows repeat each head's one row
+    head_size times: the two forms differ only in how many values the gate has."""
+    torch.manual_seed(0)
+    headwise = MultiHeadAttention(D, H, causal=True, output_gate="headwise")
+    _randomize(headwise)
+    elementwise = MultiHeadAttention(D, H, causal=True, output_gate="elementwise")
+    state = headwise.state_dict()
+    state["gate.weight"] = state["gate.weight"].repeat_interleave(D // H, dim=0)
+    state["gate.bias"] = state["gate.bias"].repeat_interleave(D // H)
+    elementwise.load_state_dict(state)
+    x = torch.randn(2, 7, D)
+    torch.testing.assert_close(elementwise(x), headwise(x))
+
+
+@pytest.mark.parametrize("output_gate", OUTPUT_GATES)
+def test_output_gate_leaves_the_default_and_its_draws_alone(output_gate):
+    """output_gate=None is the default attention bit for bit, without a gate module or a new
+    state_dict entry; with a gate, qkv and proj get the random draws they get without one
+    (the gate is built after them). Block and Stack pass the flag to every attention."""
+    torch.manual_seed(0)
+    plain = MultiHeadAttention(D, H, causal=True)
+    torch.manual_seed(0)
+    none = MultiHeadAttention(D, H, causal=True, output_gate=None)
+    torch.manual_seed(0)
+    gated = MultiHeadAttention(D, H, causal=True, output_gate=output_gate)
+    assert list(none.state_dict()) == list(plain.state_dict()) and not hasattr(none, "gate")
+    x = torch.randn(2, 7, D)
+    assert torch.equal(none(x), _attention_as_before(plain, x))
+    for name, p in plain.state_dict().items():
+        assert torch.equal(gated.state_dict()[name], p)
+    assert list(gated.state_dict())[-2:] == ["gate.weight", "gate.bias"]
+    assert Block(D, H, FF, causal=True, output_gate=output_gate).attn.sublayer.gate.bias is not None
+    assert Block(D, H, FF, bias=False, output_gate=output_gate).attn.sublayer.gate.bias is None
+    stack = Stack(2, D, H, FF, causal=True, output_gate=output_gate)
+    assert all(layer.attn.sublayer.output_gate == output_gate for layer in stack.layers)
+
+
+@pytest.mark.parametrize("bad", ["head", "Elementwise", "sigmoid", True, 1])
+def test_bad_output_gate_is_named(bad):
+    message = re.escape(f"output_gate must be None or one of {OUTPUT_GATES}, got {bad!r}")
+    builds = (
+        lambda: MultiHeadAttention(D, H, output_gate=bad),
+        lambda: Block(D, H, FF, output_gate=bad),
+        lambda: Stack(2, D, H, FF, output_gate=bad),
+    )
+    for build in builds:
+        with pytest.raises(ValueError, match=message):
+            build()
+
+
+# Qwen3-Next's and Qwen3.5's attention: one code, two classes (transformers 5.23.0).
+HF_GATED = {
+    "qwen3_next": (hf_qwen3_next.Qwen3NextAttention, transformers.Qwen3NextConfig),
+    "qwen3_5": (hf_qwen3_5.Qwen3_5Attention, transformers.Qwen3_5TextConfig),
+}
+
+
+def _copy_qwen3_next_attention(ours: MultiHeadAttention, theirs: nn.Module) -> None:
+    """q_proj's rows come per head as [the query's head_dim rows; the gate's head_dim rows]
+    (forward: q_proj(x).view(..., -1, head_dim * 2), then chunk(2, dim=-1)): the query's go to
+    qkv with k_proj and v_proj, the gate's to gate."""
+    w = theirs.q_proj.weight.view(H, 2, D // H, D)
+    with torch.no_grad():
+        ours.qkv.weight.copy_(
+            torch.cat([w[:, 0].reshape(D, D), theirs.k_proj.weight, theirs.v_proj.weight])
+        )
+        ours.gate.weight.copy_(w[:, 1].reshape(D, D))
+        ours.proj.weight.copy_(theirs.o_proj.weight)
+        ours.q_norm.weight.copy_(theirs.q_norm.weight)
+        ours.k_norm.weight.copy_(theirs.k_norm.weight)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("model", list(HF_GATED))
+def test_output_gate_equals_qwen3_next_attention(model, dtype, device):
+    """elementwise ↔ Qwen3NextAttention (models/qwen3_next/modeling_qwen3_next.py) and
+    Qwen3_5Attention (models/qwen3_5/modeling_qwen3_5.py): attn_output * sigmoid(gate) before
+    o_proj, one gate value per feature, the gate's weights inside q_proj (see
+    _copy_qwen3_next_attention). Their q_norm and k_norm (Qwen3NextRMSNorm, Qwen3_5RMSNorm)
+    are per-head RMSNorms scaled by 1 + w, w zero at init, computed in float32: qk_norm=
+    "head_1p". eps = rms_norm_eps = 1e-6 on both sides; RoPE is the identity. In bfloat16 the
+    two round at different places (HF: the softmax in float32, then cast), so outputs agree to
+    bfloat16's precision."""
+    attention, config_class = HF_GATED[model]
+    torch.manual_seed(0)
+    config = config_class(**_hf_attention_kwargs(head_dim=D // H, layer_types=["full_attention"]))
+    theirs = attention(config, 0)
+    assert not theirs.q_norm.weight.any()  # (1 + w), w zero at init
+    assert tuple(theirs.q_proj.weight.shape) == (2 * D, D)
+    _randomize(theirs)
+    theirs = theirs.to(device=device, dtype=dtype).eval()
+    ours = MultiHeadAttention(
+        D, H, causal=True, bias=False, qk_norm="head_1p", eps=1e-6, output_gate="elementwise"
+    ).to(device=device, dtype=dtype)
+    _copy_qwen3_next_attention(ours, theirs)
+    x = torch.randn(2, 6, D, device=device, dtype=dtype)
+    if dtype == torch.float32:
+        _assert_same_attention(ours, theirs, x)
+        return
+    with torch.no_grad():
+        y = ours(x)
+        y_theirs = theirs(
+            x, position_embeddings=_rope_identity(x, D // H), attention_mask=_hf_causal_mask(x)
+        )[0]
+    torch.testing.assert_close(y, y_theirs, atol=BF16_TOL, rtol=BF16_TOL)
 
 
 # --- Parallel blocks: Block(parallel=...) ---------------------------------------------------------
@@ -1846,7 +2246,10 @@ def test_bad_attention_and_parallel_configuration_is_named():
         MultiHeadAttention(D, H, qk_norm="l2")
     with pytest.raises(ValueError, match="qk_scale is for qk_norm='l2', got qk_norm='head'"):
         MultiHeadAttention(D, H, qk_norm="head", qk_scale=10.0)
-    with pytest.raises(ValueError, match="eps is for a qk_norm, got qk_norm=None and eps=1e-06"):
+    with pytest.raises(
+        ValueError,
+        match="eps is for a qk_norm or v_norm, got qk_norm=None, v_norm=False and eps=1e-06",
+    ):
         MultiHeadAttention(D, H, eps=1e-6)
     for bad in (0, -1.0, float("nan"), float("inf"), True, "2"):
         with pytest.raises(ValueError, match=f"softcap must be a positive float, got {bad!r}"):
@@ -2009,6 +2412,7 @@ def _eps_takers(eps):
             f"qk_norm={qk_norm}",
             lambda q=qk_norm, e=extra: MultiHeadAttention(D, H, qk_norm=q, eps=eps, **e),
         )
+    yield "v_norm", lambda: MultiHeadAttention(D, H, v_norm=True, eps=eps)
     yield "OnePlusRMSNorm", lambda: OnePlusRMSNorm(D, eps=eps)
     yield "DepthAttention", lambda: DepthAttention(D, eps=eps)
     yield "HC norm_eps", lambda: HyperConnection(D, norm_eps=eps)
@@ -2104,7 +2508,7 @@ def test_errors_name_the_value_that_was_given():
     with pytest.raises(ValueError, match=r"parallel='one_norm' with norm_position='mixln'"):
         Stack(4, D, H, FF, norm_position="mixln", parallel="one_norm")
     for position in ("mixln", "lns", "pre"):
-        with pytest.raises(ValueError, match=f"alpha scales x .* only, got '{position}'"):
+        with pytest.raises(ValueError, match=f"alpha scales the skip .* only, got '{position}'"):
             Stack(4, D, H, FF, norm_position=position, alpha=2.0)
     with pytest.raises(ValueError, match="norm_eps must be a finite number > 0, got -1"):
         HyperConnection(D, constrained=True, norm_eps=-1)
@@ -2155,3 +2559,401 @@ def test_attention_states_what_eps_none_means():
         got = attn.q_norm(tiny.to(dtype)).float()
         torch.testing.assert_close(got, torch.full_like(got, expected), rtol=4e-3, atol=0)
     assert round(torch.finfo(torch.float32).eps, 9) == 1.19e-7
+
+
+# --- Gemma 4 and MiniMax: v_norm, scale, layer_scalar, normed_skip -------------------------------
+# Reference code: transformers 5.23.0, models/gemma4/modeling_gemma4.py (Gemma4RMSNorm,
+# Gemma4TextAttention, Gemma4TextDecoderLayer) and models/minimax/modeling_minimax.py
+# (MiniMaxRMSNorm, MiniMaxAttention, MiniMaxDecoderLayer, MiniMaxModel).
+
+
+def _residual_as_before(r: Residual, x: torch.Tensor) -> torch.Tensor:
+    """Residual.forward as it was before normed_skip and branch_scale existed."""
+    h = r.branch(x)
+    if r.norm_position == "rezero":
+        return x + r.alpha * h
+    if r.norm_out is not None:
+        skip = x if isinstance(r.alpha, float) and r.alpha == 1.0 else r.alpha * x
+        return r.norm_out(skip + h)
+    return x + h
+
+
+@pytest.mark.parametrize("position", [p for p in POSITIONS if p != "normed_skip"])
+def test_placements_before_normed_skip_are_unchanged_bit_for_bit(position):
+    """The new arguments at their defaults (branch_scale=1, v_norm=False, scale=None,
+    layer_scalar=None) leave every earlier placement's output as it was, bit for bit, and add
+    nothing to the state_dict."""
+    torch.manual_seed(0)
+    alpha = 1.7 if position == "deepnorm" else 1.0
+    r = Residual(nn.Linear(D, D), D, position, alpha=alpha, dropout=0.1).train()
+    _randomize(r)
+    x = torch.randn(2, 5, D)
+    torch.manual_seed(1)
+    y = r(x)
+    torch.manual_seed(1)
+    assert torch.equal(y, _residual_as_before(r, x))
+    torch.manual_seed(0)
+    plain = Block(D, H, FF, norm_position=position, causal=True)
+    torch.manual_seed(0)
+    given = Block(
+        D, H, FF, norm_position=position, causal=True, v_norm=False, scale=None,
+        branch_scale=1.0, layer_scalar=None,
+    )  # fmt: skip
+    assert list(given.state_dict()) == list(plain.state_dict())
+    assert given.layer_scalar is None and given.attn.sublayer.v_norm is None
+    assert torch.equal(given(x), plain(x))
+
+
+def _attention_with_sdpa(attn: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
+    """The same attention through F.scaled_dot_product_attention: scale is SDPA's argument of
+    that name; v_norm an unweighted RMSNorm over each head's values."""
+    B, T, C = x.shape
+    q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in attn.qkv(x).split(C, dim=2))
+    if attn.qk_norm is not None:
+        q, k = attn.q_norm(q), attn.k_norm(k)
+    if attn.v_norm is not None:
+        v = F.rms_norm(v, (C // H,), eps=attn.eps)
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=attn.scale)
+    return attn.proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+@pytest.mark.parametrize("scale", [None, 1.0, 0.3])
+@pytest.mark.parametrize("v_norm", [False, True])
+def test_v_norm_and_scale_compute_their_formula(v_norm, scale, device):
+    """As PyTorch's own attention computes it: F.scaled_dot_product_attention with its scale
+    (None: 1 / sqrt(head_size)), the values under an unweighted RMSNorm per head."""
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(
+        D, H, causal=True, qk_norm="head", eps=1e-6, v_norm=v_norm, scale=scale
+    )
+    attn = attn.double().to(device)
+    _randomize(attn)
+    x = torch.randn(2, 6, D, dtype=torch.float64, device=device)
+    torch.testing.assert_close(attn(x), _attention_with_sdpa(attn, x), atol=1e-12, rtol=1e-12)
+    n_params = sum(p.numel() for p in attn.parameters())
+    assert n_params == 4 * D * D + 4 * D + 2 * D // H  # q and k norm weights; none for v
+    if v_norm:  # each head's values have RMS 1 (within eps) before attention mixes them
+        v = attn.qkv(x).split(D, dim=2)[2].view(2, 6, H, D // H)
+        rms = attn.v_norm(v).pow(2).mean(-1).sqrt()
+        torch.testing.assert_close(rms, torch.ones_like(rms), atol=1e-5, rtol=0)
+
+
+def test_attention_eps_reaches_the_v_norm():
+    """One eps for the attention's norms, as Gemma 4 gives q_norm, k_norm and v_norm its one
+    rms_norm_eps; with the v_norm alone, eps is the v_norm's. Through Block and Stack too, and in
+    a ReZero block, which has no norm of its own, eps is the attention's alone."""
+    assert MultiHeadAttention(D, H, v_norm=True, eps=1e-3).v_norm.eps == 1e-3
+    attn = MultiHeadAttention(D, H, qk_norm="head", v_norm=True, eps=1e-3)
+    assert [attn.q_norm.eps, attn.k_norm.eps, attn.v_norm.eps] == [1e-3] * 3
+    assert MultiHeadAttention(D, H, v_norm=True).v_norm.eps is None  # PyTorch's default
+    block = Block(D, H, FF, norm="rmsnorm", eps=1e-3, v_norm=True)
+    assert block.attn.sublayer.v_norm.eps == 1e-3 and block.attn.norm_in.eps == 1e-3
+    stack = Stack(2, D, H, FF, v_norm=True, scale=1.0, eps=1e-4, norm="rmsnorm")
+    assert all(layer.attn.sublayer.v_norm.eps == 1e-4 for layer in stack.layers)
+    assert all(layer.attn.sublayer.scale == 1.0 for layer in stack.layers)
+    rezero = Block(D, H, FF, norm_position="rezero", v_norm=True, eps=1e-3)
+    assert _norm_eps(rezero) == [1e-3]  # the v_norm: the block has no other norm
+    stack = Stack(2, D, H, FF, norm_position="rezero", final_norm=True, v_norm=True, eps=1e-3)
+    assert stack.norm_f.eps == 1e-3 and stack.layers[0].attn.sublayer.v_norm.eps == 1e-3
+
+
+@pytest.mark.parametrize("parallel", [None, "one_norm"])
+def test_layer_scalar_multiplies_the_block_output(parallel, device):
+    """Gemma 4: hidden_states *= self.layer_scalar after the layer's residual sums, a buffer of
+    shape (1,): in the state_dict, moved by .to(), not trained."""
+    torch.manual_seed(0)
+    plain = Block(D, H, FF, causal=True, parallel=parallel).to(device)
+    scaled = Block(D, H, FF, causal=True, parallel=parallel, layer_scalar=0.25).to(device)
+    scaled.load_state_dict(plain.state_dict() | {"layer_scalar": torch.tensor([0.25])})
+    x = torch.randn(2, 5, D, device=device)
+    torch.testing.assert_close(scaled(x), 0.25 * plain(x), atol=0, rtol=0)
+    assert "layer_scalar" in dict(scaled.named_buffers())
+    assert "layer_scalar" not in dict(scaled.named_parameters())
+    assert scaled.double().layer_scalar.dtype == torch.float64
+    stack = Stack(2, D, H, FF, residual="denseformer", layer_scalar=0.5)
+    assert [layer.layer_scalar.item() for layer in stack.layers] == [0.5, 0.5]
+
+
+@pytest.mark.parametrize("alpha", [1.0, 3.5, torch.linspace(1.0, 2.0, D)])
+def test_normed_skip_computes_its_formula(alpha, device):
+    """y = alpha * n + beta * F(n), n = Norm(x): the skip carries the normed input. A tensor
+    alpha is trained per feature, as in the other placements that take one."""
+    torch.manual_seed(0)
+    f = nn.Linear(D, D)
+    r = Residual(f, D, "normed_skip", norm="rmsnorm", alpha=alpha, branch_scale=0.7).to(device)
+    _randomize(r)
+    x = torch.randn(2, 3, D, device=device)
+    n = r.norm_in(x)
+    a = r.alpha if isinstance(alpha, torch.Tensor) else alpha
+    torch.testing.assert_close(r(x), a * n + 0.7 * f(n))
+    assert r.norm_branch is None and r.norm_out is None
+    assert needs_final_norm("normed_skip")  # the last layer's sum is not normalized
+    assert "normed_skip" not in BRANCH_POSITIONS  # its skip is not x: no branch alone
+    assert layer_placements("normed_skip", 3) == [("normed_skip", 1.0)] * 3
+
+
+NAN, INF = float("nan"), float("inf")
+# (build, error type, the whole message): every new flag's bad values, each named with what came
+NEW_FLAG_ERRORS = [
+    (lambda: MultiHeadAttention(D, H, v_norm="yes"), TypeError,
+     "v_norm must be True or False, got 'yes'"),
+    (lambda: Block(D, H, FF, v_norm=1), TypeError, "v_norm must be True or False, got 1"),
+    (lambda: MultiHeadAttention(D, H, eps=1e-6, v_norm=False), ValueError,
+     "eps is for a qk_norm or v_norm, got qk_norm=None, v_norm=False and eps=1e-06"),
+    (lambda: MultiHeadAttention(D, H, qk_norm="l2", qk_scale=10.0, scale=1.0), ValueError,
+     "qk_norm='l2' scales the logits by its learned qk_scale, got scale=1.0"),
+    *[
+        (lambda v=v: MultiHeadAttention(D, H, scale=v), ValueError,
+         f"scale must be None or a finite number > 0, got {v!r}")
+        for v in (0, -1.0, NAN, INF)
+    ],
+    (lambda: Block(D, H, FF, scale="1"), TypeError,
+     "scale must be None or a finite number > 0, got str '1'"),
+    (lambda: Block(D, H, FF, scale=True), TypeError,
+     "scale must be None or a finite number > 0, got bool True"),
+    *[
+        (lambda v=v: Block(D, H, FF, layer_scalar=v), ValueError,
+         f"layer_scalar must be None or a nonzero number, got {v!r}")
+        for v in (0, 0.0)
+    ],
+    *[
+        (lambda v=v: Block(D, H, FF, layer_scalar=v), ValueError,
+         f"layer_scalar must be None or a finite number, got {v!r}")
+        for v in (NAN, INF)
+    ],
+    (lambda: Block(D, H, FF, layer_scalar="1"), TypeError,
+     "layer_scalar must be None or a finite number, got str '1'"),
+    *[
+        (lambda r=r: Stack(2, D, H, FF, residual=r, layer_scalar=0.5), ValueError,
+         f"layer_scalar scales a block's output, which residual={r!r} never forms, "
+         "got layer_scalar=0.5")
+        for r in ("hc", "mhc", "attnres")
+    ],
+    *[
+        (lambda p=p: Residual(nn.Identity(), D, p, branch_scale=0.5), ValueError,
+         f"branch_scale scales F in 'normed_skip' only, got {p!r}")
+        for p in ("pre", "post", "deepnorm", "rezero")
+    ],
+    *[  # the stack names the placement given, not the layers' 'post' and 'pre'
+        (lambda p=p: Stack(4, D, H, FF, norm_position=p, branch_scale=0.5), ValueError,
+         f"branch_scale scales F in 'normed_skip' only, got {p!r}")
+        for p in ("mixln", "lns", "pre")
+    ],
+    *[
+        (lambda v=v: Residual(nn.Identity(), D, "normed_skip", branch_scale=v), ValueError,
+         f"branch_scale must be a finite number > 0, got {v!r}")
+        for v in (0.0, -1.0, NAN, INF)
+    ],
+    (lambda: Stack(2, D, H, FF, norm_position="normed_skip", branch_scale="1"), TypeError,
+     "branch_scale must be a finite number > 0, got str '1'"),
+    *[
+        (lambda v=v: Residual(nn.Identity(), D, "normed_skip", alpha=v), ValueError,
+         f"alpha must be a finite number > 0, got {v!r}")
+        for v in (0.0, NAN)
+    ],
+    (lambda: Block(D, H, FF, norm_position="minimax"), ValueError,
+     f"norm_position must be one of {POSITIONS}, got 'minimax'"),
+    (lambda: Block(D, H, FF, norm_position="normed_skip", parallel="one_norm"), ValueError,
+     "parallel='one_norm' needs norm_position='pre', got 'normed_skip'"),
+    (lambda: Stack(2, D, H, FF, residual="attnres", norm_position="normed_skip"), ValueError,
+     f"residual='attnres' needs norm_position in {BRANCH_POSITIONS}, got 'normed_skip'"),
+    (lambda: Block(D, H, FF, norm_position="rezero", v_norm=False, eps=1e-3), ValueError,
+     "norm_position='rezero' has no norm, got eps=0.001"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("build", "error", "message"), NEW_FLAG_ERRORS, ids=repr)
+def test_new_flags_refuse_bad_input_naming_what_came(build, error, message):
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        build()
+
+
+# float32 as the other HF tests; bfloat16 (8 significant bits) to 8 units in its last place,
+# 2^-5: the two sides round at different points (MiniMaxRMSNorm casts to bfloat16 before its
+# weight, nn.RMSNorm after; HF's eager softmax runs in float32, ours in bfloat16).
+LAYER_TOL = {
+    torch.float32: dict(atol=HF_ATTN_TOL, rtol=HF_ATTN_TOL),
+    torch.bfloat16: dict(atol=2**-5, rtol=2**-5),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gemma4_rmsnorm_is_torch_rmsnorm(dtype):
+    """Gemma4RMSNorm stores its scale as w (ones at init), not Gemma 2/3's 1 + w, and computes in
+    float32 for bfloat16 input, as nn.RMSNorm does: the handbook's rmsnorm is the same layer,
+    bit for bit here. Its with_scale=False form, the v_norm, is nn.RMSNorm without a weight."""
+    theirs = hf_gemma4.Gemma4RMSNorm(D, eps=1e-6)
+    assert torch.equal(theirs.weight, torch.ones(D))  # w, not 1 + w: ones at init
+    _randomize(theirs)
+    ours = make_norm("rmsnorm", D, eps=1e-6)
+    ours.load_state_dict(theirs.state_dict())
+    ours, theirs = ours.to(dtype), theirs.to(dtype)
+    x = 3 * torch.randn(4, 5, D, dtype=dtype)
+    assert ours(x).dtype == dtype
+    torch.testing.assert_close(ours(x), theirs(x), atol=0, rtol=0)
+    unweighted = hf_gemma4.Gemma4RMSNorm(D // H, eps=1e-6, with_scale=False)
+    assert not list(unweighted.parameters())
+    v = x.view(4, 5, H, D // H)
+    torch.testing.assert_close(F.rms_norm(v, (D // H,), eps=1e-6), unweighted(v), atol=0, rtol=0)
+
+
+def _gemma4_config(**extra):
+    """A dense Gemma 4 text layer: full attention with head_dim = D / H (global_head_dim), as many
+    key-value heads as query heads, no k = v sharing, no MoE block, no per-layer input."""
+    config = transformers.Gemma4TextConfig(
+        **_hf_attention_kwargs(intermediate_size=FF, head_dim=D // H, global_head_dim=D // H),
+        layer_types=["full_attention"], hidden_size_per_layer_input=0, **extra,
+    )  # fmt: skip
+    assert (config.attention_k_eq_v, config.enable_moe_block, config.num_kv_shared_layers) == (
+        False, False, 0,
+    )  # fmt: skip
+    return config
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_v_norm_and_scale_equal_gemma4_attention(dtype):
+    """MultiHeadAttention(qk_norm="head", v_norm=True, scale=1.0) ↔ Gemma4TextAttention: q_norm
+    and k_norm = Gemma4RMSNorm(head_dim) weighted, v_norm = Gemma4RMSNorm(head_dim,
+    with_scale=False), all with eps = rms_norm_eps = 1e-6, on each head before RoPE (RoPE's
+    identity here); self.scaling = 1.0; eager attention. HF's softmax runs in float32, ours in
+    the input's dtype: bfloat16 agrees to bfloat16's rounding."""
+    torch.manual_seed(0)
+    theirs = hf_gemma4.Gemma4TextAttention(_gemma4_config(), 0)
+    assert theirs.scaling == 1.0 and not list(theirs.v_norm.parameters())
+    _randomize(theirs)
+    theirs = theirs.to(dtype).eval()
+    ours = MultiHeadAttention(
+        D, H, causal=True, bias=False, qk_norm="head", eps=1e-6, v_norm=True, scale=1.0
+    ).to(dtype)
+    _copy_hf_attention(ours, theirs)
+    x = torch.randn(2, 6, D, dtype=dtype)
+    y = ours(x)
+    y_theirs, _ = theirs(
+        x, position_embeddings=_rope_identity(x, D // H), attention_mask=_hf_causal_mask(x),
+        shared_kv_states={},
+    )  # fmt: skip
+    torch.testing.assert_close(y, y_theirs, **LAYER_TOL[dtype])
+    plain = MultiHeadAttention(D, H, causal=True, bias=False, qk_norm="head", eps=1e-6).to(dtype)
+    plain.load_state_dict(ours.state_dict())
+    assert (plain(x) - y).abs().max() > 0.1  # v_norm and scale change the output
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_block_equals_gemma4_decoder_layer(dtype):
+    """Block(norm_position="sandwich", norm="rmsnorm", qk_norm="head", v_norm=True, scale=1.0,
+    layer_scalar=...) ↔ Gemma4TextDecoderLayer: x + post_attention_layernorm(self_attn(
+    input_layernorm(x))), then the same around the MLP with pre_ and post_feedforward_layernorm,
+    then hidden_states *= layer_scalar (a buffer, ones at init; set to 0.37 here).
+    Configured as a dense layer (see _gemma4_config): no MoE, no per-layer input, RoPE's
+    identity, eager attention. Stubbed: Gemma 4's MLP is gated (down(gelu_tanh(gate(h)) *
+    up(h)), no biases), which the handbook's FeedForward is not; the block's feed-forward
+    sublayer is that same Gemma4TextMLP module, so both sides run one MLP and the test checks
+    the four norms, the attention, the residual sums and the layer scalar."""
+    torch.manual_seed(0)
+    config = _gemma4_config()
+    theirs = hf_gemma4.Gemma4TextDecoderLayer(config, 0)
+    assert dict(theirs.named_buffers())["layer_scalar"].tolist() == [1.0]
+    assert "layer_scalar" not in dict(theirs.named_parameters())
+    _randomize(theirs)
+    with torch.no_grad():
+        theirs.layer_scalar.fill_(0.37)
+    theirs = theirs.to(dtype).eval()
+    ours = Block(
+        D, H, FF, causal=True, bias=False, norm_position="sandwich", norm="rmsnorm",
+        eps=config.rms_norm_eps, qk_norm="head", v_norm=True, scale=1.0, layer_scalar=0.37,
+    ).to(dtype).eval()  # fmt: skip
+    _copy_hf_attention(ours.attn.sublayer, theirs.self_attn)
+    pairs = {
+        ours.attn.norm_in: theirs.input_layernorm,
+        ours.attn.norm_branch: theirs.post_attention_layernorm,
+        ours.mlp.norm_in: theirs.pre_feedforward_layernorm,
+        ours.mlp.norm_branch: theirs.post_feedforward_layernorm,
+    }
+    for mine, hf in pairs.items():
+        mine.load_state_dict(hf.state_dict())
+    ours.mlp.sublayer = theirs.mlp
+    assert torch.equal(ours.layer_scalar, theirs.layer_scalar)
+    x = torch.randn(2, 6, D, dtype=dtype)
+    with torch.no_grad():
+        y_theirs = theirs(
+            x, attention_mask=_hf_causal_mask(x), position_embeddings=_rope_identity(x, D // H)
+        )
+        torch.testing.assert_close(ours(x), y_theirs, **LAYER_TOL[dtype])
+
+
+def _minimax_config(layer_types, alpha, beta, **extra):
+    """MiniMax with one alpha and one beta for every sublayer, as a Block takes them (the config
+    has one per attention kind and one for the MLP)."""
+    factors = {
+        f"{kind}_{ab}_factor": value
+        for kind in ("full_attn", "linear_attn", "mlp")
+        for ab, value in (("alpha", alpha), ("beta", beta))
+    }
+    kwargs = _hf_attention_kwargs(intermediate_size=FF, head_dim=D // H, **extra)
+    kwargs.update(num_hidden_layers=len(layer_types), rms_norm_eps=1e-5)  # M1's rms_norm_eps
+    return transformers.MiniMaxConfig(
+        **kwargs, layer_types=layer_types, num_local_experts=2, block_size=8, **factors
+    )
+
+
+class _KeywordStub(_Stub):
+    """_Stub for a layer that passes its input by name (MiniMax: self_attn(hidden_states=h))."""
+
+    def forward(self, x=None, hidden_states=None, **kwargs):
+        return super().forward(x if hidden_states is None else hidden_states)
+
+
+# MiniMax-M1's released config (MiniMax-AI/MiniMax-M1 at 2abb4f4, config.json): postnorm true,
+# every layernorm_*_alpha 3.5565588200778455 = (2 · 80)^(1/4) for its 80 layers, every beta 1.0.
+M1_ALPHA = deepnorm_alpha_beta(80)[0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("beta", [1.0, 0.6])
+def test_normed_skip_equals_minimax_decoder_layers(beta, dtype):
+    """Stack(norm_position="normed_skip", norm="rmsnorm", alpha, branch_scale) ↔ two
+    MiniMaxDecoderLayers and the final MiniMaxRMSNorm, as MiniMaxModel.forward chains them. Each
+    layer: h = input_layernorm(x); h = h * alpha + self_attn(h) * beta; h2 =
+    post_attention_layernorm(h); h2 * alpha + mlp(h2) * beta: the skip is taken after the norm
+    (MiniMax-M1's "postnorm": true; transformers' port has only this form). eps = rms_norm_eps
+    = 1e-5, alpha = M1's 3.5565588.
+    Layer 0 is a full-attention layer, compared whole: MiniMaxAttention (as many key-value heads
+    as heads, RoPE's identity, scaling head_dim^-0.5, no biases) is the handbook's attention.
+    Layer 1 is a lightning (linear) attention layer, outside the handbook: its self_attn is
+    stubbed on both sides (_Stub, one instance), and so is each layer's MoE feed-forward."""
+    torch.manual_seed(0)
+    config = _minimax_config(["full_attention", "linear_attention"], M1_ALPHA, beta)
+    assert config.rms_norm_eps == 1e-5
+    theirs = [hf_minimax.MiniMaxDecoderLayer(config, i) for i in range(2)]
+    norm = hf_minimax.MiniMaxRMSNorm(D, eps=config.rms_norm_eps)
+    assert isinstance(theirs[1].self_attn, hf_minimax.MiniMaxLightningAttention)
+    for module in (*theirs, norm):
+        _randomize(module)
+    ours = Stack(
+        2, D, H, FF, norm_position="normed_skip", norm="rmsnorm", eps=config.rms_norm_eps,
+        alpha=M1_ALPHA, branch_scale=beta, causal=True, bias=False,
+    )  # fmt: skip
+    assert ours.norm_f is not None  # MiniMaxModel ends with self.norm
+    cores = [nn.Linear(D, D) for _ in range(3)]
+    for i, core in enumerate(cores):
+        _randomize(core, seed=10 + i)
+    _copy_hf_attention(ours.layers[0].attn.sublayer, theirs[0].self_attn)
+    theirs[1].self_attn = _KeywordStub(cores[0], returns_tuple=True)
+    ours.layers[1].attn.sublayer = _Stub(cores[0])
+    for i in range(2):
+        theirs[i].mlp = _Stub(cores[1 + i])
+        ours.layers[i].mlp.sublayer = _Stub(cores[1 + i])
+        ours.layers[i].attn.norm_in.load_state_dict(theirs[i].input_layernorm.state_dict())
+        ours.layers[i].mlp.norm_in.load_state_dict(theirs[i].post_attention_layernorm.state_dict())
+    ours.norm_f.load_state_dict(norm.state_dict())
+    ours = ours.to(dtype).eval()
+    theirs, norm = [layer.to(dtype).eval() for layer in theirs], norm.to(dtype)
+    x = torch.randn(2, 6, D, dtype=dtype)
+    kw = dict(attention_mask=_hf_causal_mask(x), position_embeddings=_rope_identity(x, D // H))
+    with torch.no_grad():
+        h = x
+        for layer in theirs:
+            h = layer(h, **kw)
+        layer0 = theirs[0](x, **kw)
+        torch.testing.assert_close(ours.layers[0](x), layer0, **LAYER_TOL[dtype])
+        torch.testing.assert_close(ours(x), norm(h), **LAYER_TOL[dtype])
