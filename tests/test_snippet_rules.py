@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS = sorted(p for p in (ROOT / "snippets").glob("*.py") if p.name != "__init__.py")
 ALLOWED = set(sys.stdlib_module_names) | {"torch"}
 ALLOWED_FOR_PLOTS = {"numpy", "matplotlib"}
+ALLOWED_FOR_KERNELS = {"triton"}  # only where the snippet defines a @triton.jit kernel
 
 
 def test_there_are_snippets():
@@ -31,6 +32,17 @@ def test_no_orphan_snippet_tests():
     assert not orphans
 
 
+def _defines_a_triton_kernel(tree: ast.Module) -> bool:
+    """A function decorated with triton.jit (or a name imported as it)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            for d in node.decorator_list:
+                d = d.func if isinstance(d, ast.Call) else d
+                if ast.unparse(d) in ("triton.jit", "jit"):
+                    return True
+    return False
+
+
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda p: p.name)
 def test_snippet_imports_only_stdlib_and_torch(snippet: Path):
     tree = ast.parse(snippet.read_text(encoding="utf-8"))
@@ -42,5 +54,7 @@ def test_snippet_imports_only_stdlib_and_torch(snippet: Path):
             assert node.level == 0, "a snippet never imports another snippet"
             modules.add(node.module.split(".")[0])
     allowed = ALLOWED | (ALLOWED_FOR_PLOTS if "matplotlib" in modules else set())
+    if _defines_a_triton_kernel(tree):
+        allowed |= ALLOWED_FOR_KERNELS
     assert modules <= allowed, f"{snippet.name} imports {sorted(modules - allowed)}"
     assert "snippets" not in modules

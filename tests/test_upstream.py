@@ -21,11 +21,12 @@ FIXTURES = ROOT / "tests" / "fixtures"
 
 
 def test_the_guarded_versions_are_the_pinned_ones():
-    pins = dict(
-        line.split("#")[0].strip().split("==")
+    # "name==version", then an environment marker or a comment, if any
+    requirements = (
+        line.split("#")[0].split(";")[0].strip()
         for line in (ROOT / "requirements.txt").read_text().splitlines()
-        if "==" in line
     )
+    pins = dict(r.split("==") for r in requirements if "==" in r)
     for package, version in compat.WRITTEN_FOR.items():
         assert pins[package] == version, f"requirements.txt pins {package} {pins[package]}"
         assert compat.installed(package) == version
