@@ -7,6 +7,8 @@
 #                notebooks
 #   make build   build the static site into site/ (mkdocs build --strict)
 #   make bench   print the site's speed and size figures
+#   make bench-gpu  measure the norms on a CUDA GPU and write
+#                docs/experiments/results/gpu_norm_speed.json, which the site shows
 
 PYTHON ?= python3
 VENV := .venv
@@ -14,7 +16,7 @@ BIN := $(VENV)/bin
 SERVE_ADDR ?= 127.0.0.1:8000
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup prereqs browser serve test test-unit test-device build bench clean
+.PHONY: setup prereqs browser serve test test-unit test-device build bench bench-gpu clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -52,6 +54,9 @@ build: setup
 
 bench: setup browser
 	$(BIN)/python scripts/bench_site.py
+
+bench-gpu: setup  # needs CUDA: without it, writes nothing and fails
+	$(BIN)/python scripts/bench_gpu.py
 
 clean:
 	rm -rf site .cache test-artifacts

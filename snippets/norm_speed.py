@@ -382,13 +382,22 @@ IMPLEMENTATIONS = ("scratch", "nn", "F", "compiled")
 
 
 def norm_variants(
-    norm: str, hidden: int, scratch, *, eps=1e-5, compile=True, device="cpu", dtype=None
+    norm: str,
+    hidden: int,
+    scratch,
+    *,
+    eps=1e-5,
+    compile=True,
+    dynamic=True,
+    mode=None,
+    device="cpu",
+    dtype=None,
 ):
     """{implementation: callable} for one norm, all sharing one weight (and bias).
 
     scratch: the from-scratch class (LayerNorm or RMSNorm), built like its nn twin.
-    "compiled" (left out when compile=False) is torch.compile of the from-scratch module; it
-    compiles on its first call, once per grad mode.
+    "compiled" (left out when compile=False) is torch.compile(module, dynamic=dynamic,
+    mode=mode) of the from-scratch module; it compiles on its first call, once per grad mode.
     """
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
@@ -418,7 +427,9 @@ def norm_variants(
     if compile:
         # dynamic=True: one kernel for every row count. dynamic=False compiles once per shape
         # and, past torch._dynamo's recompile limit (8 per function), falls back to eager.
-        variants["compiled"] = torch.compile(ours, dynamic=True)
+        # Compiled code is kept per function, shared by every instance of the class: see
+        # gpu_benchmark for a compile that each measured size gets afresh.
+        variants["compiled"] = torch.compile(ours, dynamic=dynamic, mode=mode)
     return variants
 
 
@@ -693,6 +704,226 @@ def fastest_group(table, norm, *, rows, hidden, passes) -> list:
 
 
 # --8<-- [end:benchmark]
+
+
+# --8<-- [start:gpu]
+# How the GPU path compiles: what `torch.compile(module)` gives a user whose model runs at
+# one fixed shape, made afresh for every measured size (see gpu_benchmark).
+GPU_COMPILE = {"dynamic": False, "mode": "default"}
+L2_ROTATION = 2  # the inputs a size rotates through hold at least this many times the L2
+
+
+def l2_cache_bytes(device="cuda") -> int:
+    """The L2 cache of a CUDA device, in bytes, as the driver reports it."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        raise ValueError(f"l2_cache_bytes needs a CUDA device, got {device}")
+    return torch.cuda.get_device_properties(device).L2_cache_size
+
+
+def rotation(tensor_bytes: int, l2_bytes: int, *, factor: int = L2_ROTATION) -> int:
+    """How many copies of an input to cycle through so that together they hold `factor`
+    times the L2 (at least 2): a call then never finds its input in the L2, left there by
+    the calls before it."""
+    for name, value, low in (("tensor_bytes", tensor_bytes, 1), ("l2_bytes", l2_bytes, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    return max(2, math.ceil(factor * l2_bytes / tensor_bytes))
+
+
+def cycling(calls):
+    """One no-argument callable that runs calls[0], calls[1], ... in turn, round and round."""
+    calls, turn = list(calls), [0]
+    if not calls:
+        raise ValueError("cycling needs at least one callable")
+
+    def call():
+        fn = calls[turn[0] % len(calls)]
+        turn[0] += 1
+        return fn()
+
+    return call
+
+
+def compile_counts() -> dict:
+    """Graphs torch.compile has built in this process, and how many of those were
+    recompilations (a cached graph's guard failed: another shape, grad mode or device)."""
+    from torch._dynamo.utils import counters, guard_failures
+
+    return {
+        "graphs": counters["stats"]["unique_graphs"],
+        "recompiles": sum(len(reasons) for reasons in guard_failures.values()),
+    }
+
+
+def event_times(calls, *, repeats: int = 15, number: int = 1, seed=0, host=None) -> dict:
+    """interleaved_times on CUDA, each sample timed by two CUDA events around it.
+
+    The events mark the GPU's own stream, so the host need not wait after every sample:
+    it queues a whole round (waiting once, at the end of it), the GPU runs the kernels
+    back to back, and a sample times the kernels rather than the host's launches. Unless
+    the host cannot keep up: then the GPU waits between kernels and the events count
+    the wait. Pass a dict as `host` to get, per call and sample, the host's seconds to
+    launch it: where they come near the GPU's, the sample timed the launches.
+    """
+    for name, value in (("repeats", repeats), ("number", number)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if not torch.cuda.is_available():
+        raise RuntimeError("event_times needs CUDA: torch.cuda.is_available() is False")
+    rng = random.Random(seed)
+    order, events = list(calls), {name: [] for name in calls}
+    torch.cuda.synchronize()
+    for _ in range(repeats):
+        rng.shuffle(order)
+        for name in order:
+            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            start.record()
+            launch = time.perf_counter()
+            for _ in range(number):
+                calls[name]()
+            if host is not None:
+                host.setdefault(name, []).append((time.perf_counter() - launch) / number)
+            end.record()
+            events[name].append((start, end))
+        torch.cuda.synchronize()
+    # elapsed_time is in milliseconds
+    return {n: [s.elapsed_time(e) / 1e3 / number for s, e in ev] for n, ev in events.items()}
+
+
+def gpu_benchmark(
+    sizes,
+    variants,
+    *,
+    dtypes=(torch.float32, torch.bfloat16),
+    passes=PASSES,
+    device="cuda",
+    repeats=15,
+    min_sample_s=2e-3,
+    max_number=100,
+    l2_bytes=None,
+    max_copies=64,
+    seed=0,
+):
+    """benchmark, done right on a GPU. Returns (table, failures) as benchmark does.
+
+    variants: function (norm, hidden, dtype) -> {implementation: callable}, e.g. a partial
+              of norm_variants with dynamic=False; called afresh for every dtype and size.
+    For every dtype and size: torch._dynamo.reset(), so that no compiled code made for
+    another size, grad mode or instance serves this one (compiled code is cached per
+    function, shared by every instance of a class); then new variants, whose compiled ones
+    compile and autotune on their first calls, at exactly this shape. Inputs, upstream
+    gradients and the copy's buffers are cycled through `rotation` copies (at most
+    max_copies: an input so small that it needs more is timed by its launches anyway), so
+    no call reads what the L2 kept from the call before. On CUDA each sample is timed with CUDA
+    events (event_times), elsewhere with the wall clock (interleaved_times); a sample is
+    enough calls (at most max_number) to last about min_sample_s if a call took as long
+    as a copy of x. Each row adds to benchmark's keys: dtype, rotate (copies cycled), timer,
+    host_samples (on CUDA, else None: the host's seconds to launch one call, per sample),
+    and compile: None, or for a torch.compile variant {dynamic, mode, graphs, recompiles}
+    built while warming it up, and timed_graphs, any built at this size while timing
+    (0 when every timed call ran the compiled code it warmed up).
+    """
+    device = torch.device(device)
+    bad = [p for p in passes if p not in PASSES]
+    if bad or not passes:
+        raise ValueError(f"passes must be a non-empty subset of {PASSES}, got {passes!r}")
+    for dtype in dtypes:
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"dtypes must hold floating-point torch.dtypes, got {dtype!r}")
+    if l2_bytes is None:
+        l2_bytes = l2_cache_bytes(device)  # off CUDA: an error asking for l2_bytes
+    cuda = device.type == "cuda"
+
+    def times(calls, host=None, **kw):
+        if cuda:
+            return event_times(calls, host=host, **kw)
+        return interleaved_times(calls, device=device, **kw)
+
+    table, failures = [], {}
+    for dtype, (rows, hidden) in ((d, s) for d in dtypes for s in sizes):
+        torch._dynamo.reset()
+        gen = torch.Generator().manual_seed(rows * 100_003 + hidden)
+        x0 = (torch.randn(rows, hidden, generator=gen) * 2 + 0.5).to(device, dtype)  # (R, H)
+        k = min(max_copies, rotation(x0.numel() * x0.element_size(), l2_bytes))
+        xs = [x0] + [x0.roll(i, dims=0) for i in range(1, k)]  # k copies, each its own memory
+        grads, dsts = [torch.cos(x) for x in xs], [torch.empty_like(x0) for _ in xs]
+        copies = [lambda s=s, d=d: d.copy_(s) for s, d in zip(xs, dsts, strict=True)]
+        calls, first, compiled = {"copy": cycling(copies)}, {}, {}
+        for norm in NORMS:
+            impls = variants(norm, hidden, dtype)
+            params = list(impls["nn"].parameters())
+            for impl, fn in impls.items():
+                before = compile_counts()
+                for p in passes:
+                    if (norm, impl, dtype, rows, hidden) in failures:
+                        break
+                    call = cycling(
+                        norm_call(fn, x, params, passes=p, grad_y=g)
+                        for x, g in zip(xs, grads, strict=True)
+                    )
+                    start = time.perf_counter()
+                    try:
+                        for _ in range(k + 1):  # compiles and autotunes; every copy once
+                            call()
+                        synchronize(device)
+                    except Exception as err:  # e.g. out of memory: report it, race the rest
+                        why = f"{type(err).__name__}: {err}".splitlines()[0]
+                        failures[(norm, impl, dtype, rows, hidden)] = why
+                        continue
+                    first[(norm, impl, p)] = time.perf_counter() - start
+                    calls[(norm, impl, p)] = call
+                if isinstance(fn, torch._dynamo.eval_frame.OptimizedModule):
+                    warm = compile_counts()
+                    compiled[(norm, impl)] = GPU_COMPILE | {
+                        key: warm[key] - before[key] for key in warm
+                    }
+        calls["copy"]()
+        warm = compile_counts()
+        one_copy_s = statistics.median(times({"copy": calls["copy"]}, repeats=3)["copy"])
+        n = min(max_number, max(1, math.ceil(min_sample_s / one_copy_s)))
+        host = {}  # on CUDA: the host's seconds per call, to tell launch-bound samples
+        samples = times(calls, host=host, repeats=repeats, number=n, seed=seed)
+        timed_graphs = compile_counts()["graphs"] - warm["graphs"]
+        copy_s = statistics.median(samples["copy"])
+        for (norm, impl, p), first_s in first.items():
+            if (norm, impl, dtype, rows, hidden) in failures:  # failed on a later pass
+                continue
+            seconds = statistics.median(samples[(norm, impl, p)])
+            moved = bytes_moved(norm, rows, hidden, itemsize=x0.element_size(), passes=p)
+            info = compiled.get((norm, impl))
+            table.append(
+                {
+                    "norm": norm,
+                    "impl": impl,
+                    "rows": rows,
+                    "hidden": hidden,
+                    "dtype": str(dtype).removeprefix("torch."),
+                    "passes": p,
+                    "number": n,
+                    "samples": samples[(norm, impl, p)],
+                    "seconds": seconds,
+                    "bytes": moved,
+                    "copy_bytes": copy_bytes_of(x0),
+                    "copy_samples": samples["copy"],
+                    "pct_of_copy": 100 * moved / seconds / (copy_bytes_of(x0) / copy_s),
+                    "first_call_s": first_s,
+                    "rotate": k,
+                    "timer": "cuda events" if cuda else "wall clock",
+                    "host_samples": host.get((norm, impl, p)) if cuda else None,
+                    "compile": None if info is None else info | {"timed_graphs": timed_graphs},
+                }
+            )
+        del xs, grads, dsts, calls, copies, call, x0  # before the next size allocates
+    return table, failures
+
+
+def copy_bytes_of(x: torch.Tensor) -> int:
+    """Bytes a copy of x moves: it reads and writes every byte once."""
+    return 2 * x.numel() * x.element_size()
+
+
+# --8<-- [end:gpu]
 
 
 # --8<-- [start:demo]

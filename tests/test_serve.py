@@ -78,6 +78,30 @@ def test_signatures_follow_what_each_page_depends_on(tmp_path: Path):
     assert all(v != renamed[k] for k, v in sign().items())
 
 
+def test_a_page_with_gpu_figures_follows_the_results_file_and_the_code(tmp_path: Path):
+    from resnorm_site.dirty import signatures
+    from resnorm_site.gpu_results import CODE_FILES, RESULTS_FILE
+
+    files, config = _site(tmp_path)
+    (tmp_path / "docs/e.md").write_text("# E\n\n[[gpu-results:norm_speed]]\n")
+    files.append(File("e.md", str(tmp_path / "docs"), str(tmp_path / "site"), True))
+
+    def sign() -> dict[str, str]:
+        return signatures(list(files), tmp_path, config)
+
+    before = sign()
+    results = tmp_path / RESULTS_FILE  # a new results file: its figures are shown
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text("{}")
+    after = sign()
+    assert after["e.md"] != before["e.md"]
+    assert all(after[p] == before[p] for p in before if p != "e.md")
+    code = tmp_path / CODE_FILES[0]  # the code changed: the page says the figures are stale
+    code.parent.mkdir(parents=True, exist_ok=True)
+    code.write_text("# changed\n")
+    assert sign()["e.md"] != after["e.md"]
+
+
 def test_the_dirty_build_warning_is_dropped():
     import logging
 

@@ -37,6 +37,138 @@
 # operation counts, numerical errors) are the same on every run.
 
 # %% [markdown]
+# ## What we found
+#
+# ### GPU
+#
+# [[gpu-results:norm_speed]]
+#
+# GPU figures come from `make bench-gpu`, not from the run of this page,
+# which is built on a CPU (the section "On a GPU" below says how they are
+# measured). Each size gets the kernels that a model compiled at that shape
+# gets: a fresh `torch.compile(dynamic=False)`. The inputs rotate through more
+# memory than the L2 cache holds, CUDA events time the samples, and the copy
+# bandwidth is measured in the same run. The rule is the CPU's: one
+# implementation is called faster than another only where the ranges of
+# their timings do not overlap.
+#
+# **Use the bold cells.** For each dtype, size and pass, they name the
+# fastest implementation and those not measurably slower than it: the ones to
+# use in a model of that shape. A norm near 100 % of the copy has nothing
+# left to gain on its own; beyond that, only fusing more work into the same
+# pass over memory helps, such as the residual add before the norm.
+#
+# **How a benchmark compiles and times decides its verdict.** An earlier
+# version of this page timed its compiled modules on a GPU as it times them
+# on the CPU. The same modules, timed that way in the same run:
+#
+# [[gpu-results:old_method]]
+#
+# What that way measures instead of the kernels a model gets:
+#
+# - Compiled code is kept per function and shared by every instance of a
+#   class: a second `RMSNorm` of the same shape runs the graph compiled for
+#   the first (counted in "On a GPU" below). Modules built for the CPU,
+#   for another size or another grad mode all add entries to the one cache of
+#   the class's `forward`, whose guards are checked on every call; past
+#   `torch._dynamo.config.recompile_limit` entries the function runs
+#   uncompiled.
+# - With `dynamic=True` the row count becomes a symbol: one kernel, generated
+#   for any row count and tuned at the first it meets, serves them all. (The
+#   hidden size stays fixed: the module's shape check makes it a guard.)
+# - A lone compiled call passes Dynamo's guards and Inductor's Python wrapper
+#   on the host before its kernels start. Where that takes about as long as
+#   the kernels, a wall clock over back-to-back calls times the host, and a
+#   compiled LayerNorm and a compiled RMSNorm come out alike, whatever their
+#   kernels. In a model compiled whole, the guards are checked once per call
+#   of the model, not once per norm. The GPU table records the host's time
+#   per call and marks the figures where it comes near the GPU's with †.
+# - At 2048 × 1024 in float32, $x$ fits in the L2 cache of a large GPU, so a
+#   call on the same input as the last one reads much of it from the cache.
+
+# %% [markdown]
+# ### CPU
+#
+# Every ordering below is the verdict of the rule (ranges that do not
+# overlap), printed by the cells below and in the summary at the end of the
+# page; the prose says what the operation counts predict, not what one run
+# measured.
+#
+# **The formula is not the speed.** RMSNorm does fewer flops per element, yet
+# both norms sit far below the ridge point: memory traffic sets their time.
+# The operation counts predict, before any clock is read, that which norm is
+# faster depends on the implementation:
+#
+# - `nn.LayerNorm` and `F.layer_norm` run one fused kernel forward and one
+#   backward, with the ideal traffic.
+# - On the CPU, `nn.RMSNorm` and `F.rms_norm` run the same chain of
+#   elementwise operations and reductions as the from-scratch RMSNorm,
+#   several times the ideal traffic, so the counts predict LayerNorm ahead
+#   in "nn vs nn" and "F vs F"; the verdicts in the race below say whether
+#   this run measured it. The fused RMSNorm kernels PyTorch has added are for
+#   CUDA and MPS.
+# - `nn.RMSNorm` and `F.rms_norm` run the very same operations, and so do
+#   `nn.LayerNorm` and `F.layer_norm`: any difference between them is noise,
+#   and the check lines under the table show, at each size, whether the rule
+#   kept it out of the verdicts.
+# - The from-scratch LayerNorm moves more bytes than the from-scratch RMSNorm
+#   (the counts below): subtracting the mean costs a reduction and more full
+#   elementwise passes. Between these two eager modules the counts predict
+#   RMSNorm ahead; the "scratch vs scratch" line gives the measured saving,
+#   its range and its verdict. That is the situation the paper measured, in
+#   frameworks that ran each step of the formula as its own kernel.
+# - `torch.compile` turns each from-scratch module into a few fused kernels
+#   (listed below), so the two compiled norms move almost the same bytes;
+#   the verdict of "compiled vs compiled" says whether any difference was
+#   measurable here.
+#
+# **On "7–64 %".** It is not a FLOP count, and it is not a property of the
+# norm: it is the running time of whole models in 2019 frameworks. For the
+# norm alone, the verdict line compares the fastest RMSNorm with the fastest
+# LayerNorm on this machine, the comparison a practitioner can choose. In a
+# Transformer the norm is also a small part of the time: the matrix products
+# next to it do $O(H)$ flops per element of the residual stream against the
+# norm's handful, so a saving on the norm shrinks further in a whole model.
+# For Transformers the paper's own figure is the 6.9 % of Transformer-base;
+# 64 % belongs to pRMSNorm on a recurrent model. And "RMSNorm makes inference
+# more efficient" holds only where the RMSNorm kernel is as good as the
+# LayerNorm kernel it replaces; `nn.RMSNorm` on a CPU runs a chain of
+# operations that moves several times the bytes of `nn.LayerNorm`'s one
+# kernel.
+#
+# **On the goal.** The goal lines say, at the large size, whether the
+# fastest RMSNorm reached half the copy bandwidth, first with the default
+# allocator, then with freed memory kept for reuse; where the range of its
+# percentage holds 50 %, they say the question is not decided. Where it falls
+# short, the causes are the ones this page measures:
+#
+# 1. **Fresh pages.** With glibc's default settings every output of 32 MiB or
+#    more lands on newly mapped memory, and its page faults (counted below)
+#    add to the time of the byte stream itself. A copy into a new tensor,
+#    which does no arithmetic at all, shows how much this costs. It slows
+#    every out-of-place operation, not only the norms; keeping freed memory
+#    for reuse can remove it (the page-fault counts after the change show for
+#    which of the calls it did).
+# 2. **Passes over memory.** An eager RMSNorm cannot exceed the "at best"
+#    fraction printed for it: its chain of operations moves several times the
+#    ideal bytes, whatever the allocator. Only a fused kernel (here
+#    `torch.compile`) can approach the copy.
+# 3. **The weight gradient.** $\partial L/\partial\gamma$ is a sum over all
+#    rows. The backward kernel that this PyTorch version generates (its
+#    source is what `run_and_get_code` returns) first sums it over all rows
+#    and then computes $\partial L/\partial x$ row by row, so it reads $x$
+#    and $\partial L/\partial y$ twice: more than the ideal traffic, so the
+#    compiled forward+backward cannot get as close to the copy as an ideal
+#    kernel would.
+# 4. **Few, shared cores.** With few threads on a machine that runs other
+#    work, each parallel region waits until both threads have a core; that
+#    costs more the more regions a call runs, and it makes short timings
+#    coarse. The copy bandwidth itself moves from run to run, as the
+#    last-level cache is shared with whatever else runs. This is why every
+#    timing here comes with its range, and why a difference inside the
+#    ranges is reported as no difference.
+
+# %% [markdown]
 # ## What we expected
 #
 # **The claim.** Articles on Pre-LN Transformers often say that RMSNorm "cuts
@@ -101,9 +233,8 @@
 #   apart (for the `torch.compile` variant this call compiles it). Then come
 #   15 rounds; a round takes one sample of every implementation, pass and of
 #   the two copies below, in an order shuffled anew each round (seeded). A
-#   sample is one call on the CPU; on a GPU, up to 100 back-to-back calls, as
-#   many as make it last about 10 ms if a call took as long as a copy of $x$,
-#   closed by `torch.cuda.synchronize`. Reported: the median of the 15
+#   sample is one call (a GPU is timed otherwise: see "On a GPU"). Reported:
+#   the median of the 15
 #   samples and their interquartile range, written "median (first
 #   quartile–third quartile)". Fewer samples would make the quartiles scatter
 #   so much that the rule below would often call two runs of the same code
@@ -146,11 +277,13 @@ from snippets.norm_speed import (
     benchmark,
     bytes_moved,
     compare,
+    compile_counts,
     describe,
     false_difference_rate,
     fastest,
     fastest_group,
     find,
+    gpu_benchmark,
     interleaved_times,
     keep_freed_memory,
     machine,
@@ -675,21 +808,88 @@ print(
 )
 
 # %% [markdown]
+# ## On a GPU
+#
+# The GPU figures at the top of the page come from `gpu_benchmark`, which
+# differs from the CPU race in four ways, each for a reason given there:
+#
+# - every dtype and size gets a fresh `torch.compile(dynamic=False)`, after
+#   `torch._dynamo.reset()`; the graphs and recompilations it took are
+#   counted (`compile_counts`), and so is any compilation while timing;
+# - the inputs, upstream gradients and copy buffers cycle through `rotation`
+#   copies that together hold at least twice the L2 cache
+#   (`L2_cache_size` of the device);
+# - CUDA events time each sample, and the host's own time per call is
+#   recorded beside it;
+# - float32 and bfloat16, at 4096 × 4096 and at the sizes of real LLM layers,
+#   32768 × 4096 and 16384 × 8192 (tokens × hidden).
+#
+# `make bench-gpu` (`scripts/bench_gpu.py`) runs it at all these sizes, and
+# the old way too, and writes `docs/experiments/results/gpu_norm_speed.json`
+# with the GPU, driver, CUDA, torch and Triton versions, the commit, a hash of
+# the code and every sample; the build draws the tables above from that file.
+#
+# Why a fresh compile for every size: Dynamo keeps compiled code per function,
+# not per module. Two new `RMSNorm` instances of one shape, compiled apart,
+# share one graph (`backend="eager"` keeps Dynamo's capture and cache and
+# skips generating kernels):
+
+# %%
+x_demo = torch.randn(4, 1024)
+made = []
+for _ in range(2):
+    module = torch.compile(RMSNorm(1024, eps=1e-5), dynamic=False, backend="eager")
+    before = compile_counts()["graphs"]
+    with torch.no_grad():
+        module(x_demo)
+    made.append(compile_counts()["graphs"] - before)
+print(f"graphs compiled by its first call: first instance {made[0]}, second instance {made[1]}")
+
+# %% [markdown]
+# When this notebook runs on a GPU, the cell below runs the benchmark at
+# 32768 × 4096; without a GPU it says so.
+
+# %%
+if torch.cuda.is_available():
+    print("GPU:", torch.cuda.get_device_name())
+
+    def cuda_variants(norm, hidden, dtype):
+        scratch = SCRATCH[norm]
+        return norm_variants(norm, hidden, scratch, dynamic=False, device="cuda", dtype=dtype)
+
+    gpu_table, gpu_failures = gpu_benchmark([(32768, 4096)], cuda_variants, repeats=REPEATS)
+    for (norm, impl, dtype, r, h), why in gpu_failures.items():
+        print(f"{NAMES[(norm, impl)]}, {dtype} {r} x {h}: could not run ({why})")
+    for dtype, p in itertools.product(("float32", "bfloat16"), PASSES):
+        rows_here = [r for r in gpu_table if (r["dtype"], r["passes"]) == (dtype, p)]
+        if not rows_here:
+            continue
+        g = copy_gbps(rows_here[0])
+        print(f"{dtype}, {p}: copy {g.median:.0f} ({g.low:.0f}–{g.high:.0f}) GB/s")
+        for row in rows_here:
+            c, how = row["compile"], ""
+            if c:  # what torch.compile built to warm up, and while timing (should be 0)
+                how = f" [{c['graphs']} graphs, {c['recompiles']} recompiles; timing: "
+                how += f"{c['timed_graphs']}]"
+            print(f"  {NAMES[(row['norm'], row['impl'])]:23} {pct(pct_of_copy(row))}{how}")
+        kw = {"rows": 32768, "hidden": 4096, "passes": p}
+        for norm in NORMS:
+            print(f"  fastest {norm}: {names(rows_here, norm, **kw)}")
+else:
+    print("GPU part skipped: torch.cuda.is_available() is False on this machine.")
+
+# %% [markdown]
 # ## The allocator
 #
-# Even a plain copy can lose speed when it writes into a **new** tensor at the
-# large size: compare the "copy to a new tensor" line, and its range, with
-# 100 %. Every norm call writes a new output (and an eager chain writes new
-# temporaries), so it pays the same price. The reason is how memory is
-# allocated, not how it is read: PyTorch's CPU allocator takes each tensor
+# At the large size a copy into a **new** tensor can be slower than one into
+# an existing tensor (the "copy to a new tensor" line of the race), and every
+# norm call writes a new output. PyTorch's CPU allocator takes each tensor
 # from the C library's `malloc` and returns it with `free`
-# (pytorch/pytorch `c10/core/impl/alloc_cpu.cpp`). glibc's
-# `malloc` serves a block above its mmap threshold, which it raises
-# dynamically up to 32 MiB on 64-bit systems (`DEFAULT_MMAP_THRESHOLD_MAX` in
-# glibc `malloc/malloc.c`), with a fresh `mmap`, and unmaps it on `free`. The
-# next call's output lands on fresh pages, and each page faults on its first
-# write while the kernel fills it with zeros. The page faults of one call,
-# counted by the operating system:
+# (pytorch/pytorch `c10/core/impl/alloc_cpu.cpp`). glibc serves a block above
+# its mmap threshold (raised dynamically up to 32 MiB on 64-bit systems,
+# `DEFAULT_MMAP_THRESHOLD_MAX` in `malloc/malloc.c`) with a fresh `mmap` and
+# unmaps it on `free`, so each page of the next output faults on its first
+# write. The page faults of one call:
 
 # %%
 x_large = 2 * torch.randn(*LARGEST, generator=torch.Generator().manual_seed(1)) + 0.5
@@ -721,16 +921,13 @@ def faults(tag):
 faults("default allocator | ")
 
 # %% [markdown]
-# The PyTorch performance tuning guide recommends jemalloc or TCMalloc on the
-# CPU because they reuse memory "as much as possible" (pytorch/tutorials,
-# `recipes_source/recipes/tuning_guide.py`, "Switch Memory allocator"). The
-# same effect is available from glibc itself: raising its mmap and trim
-# thresholds (`mallopt`, or the environment variables
-# `MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` at start-up; glibc
-# manual, "Malloc Tunable Parameters") keeps freed blocks on the heap for the
-# next call. `keep_freed_memory` does that for this notebook's process, from
-# here on; the large size is then measured again, in the same way, for
-# `nn.LayerNorm` and the two compiled modules.
+# Raising glibc's mmap and trim thresholds (`mallopt`; glibc manual, "Malloc
+# Tunable Parameters") keeps freed blocks for the next call, as jemalloc and
+# TCMalloc, which the PyTorch performance tuning guide recommends on the CPU,
+# do by design (pytorch/tutorials `recipes_source/recipes/tuning_guide.py`).
+# `keep_freed_memory` does it for the rest of this notebook; the large size
+# is then measured again for `nn.LayerNorm` and the two compiled modules.
+# (On a GPU, PyTorch's caching allocator keeps freed blocks by design.)
 
 # %%
 reuse = keep_freed_memory(1 << 30)
@@ -754,129 +951,6 @@ else:
     print("The C library here has no mallopt: the large size is not measured again.")
 
 # %% [markdown]
-# ## On a GPU
-#
-# The same measurement runs on CUDA when PyTorch sees a GPU, with up to 100
-# calls per sample and `torch.cuda.synchronize` closing each sample, and the
-# same rule for its verdicts. PyTorch's
-# CUDA caching allocator keeps freed blocks for reuse by design, so the
-# allocator question above does not arise there. Without a GPU the cell says
-# so.
-
-# %% alt="GB/s of each LayerNorm and RMSNorm implementation vs size on the GPU, copy ceiling"
-if torch.cuda.is_available():
-    print("GPU:", torch.cuda.get_device_name())
-
-    def cuda_variants(norm, hidden):
-        return norm_variants(norm, hidden, SCRATCH[norm], device="cuda")
-
-    gpu_table, gpu_failures = benchmark(
-        SIZES,
-        cuda_variants,
-        device="cuda",
-        repeats=REPEATS,
-        min_sample_s=0.01,
-        max_number=100,
-    )
-    for (norm, impl), why in gpu_failures.items():
-        print(f"{NAMES[(norm, impl)]} could not run on the GPU and is left out: {why}")
-    print_table(gpu_table)
-    roofline(gpu_table, f"CUDA, {torch.cuda.get_device_name()}: achieved bandwidth")
-    for p in PASSES:
-        kw = {"rows": LARGEST[0], "hidden": LARGEST[1], "passes": p}
-        best = pct_of_copy(fastest(gpu_table, "rms_norm", **kw))
-        s, v = pair(gpu_table, *LARGEST, p, "nn", "nn")
-        print(
-            f"GPU {p}: fastest RMSNorm {names(gpu_table, 'rms_norm', **kw)}, {pct(best)} of "
-            f"copy; {describe(v, 'nn.RMSNorm', 'nn.LayerNorm')} (LayerNorm's time / RMSNorm's: "
-            f"{times(s)})"
-        )
-else:
-    print("GPU part skipped: torch.cuda.is_available() is False on this machine.")
-
-# %% [markdown]
-# ## What we saw
-#
-# Every ordering below is the verdict of the rule (ranges that do not
-# overlap), printed by the cells above and in the summary at the end of the
-# page; the prose says what the operation counts predict, not what one run
-# measured.
-#
-# **The formula is not the speed.** RMSNorm does fewer flops per element, yet
-# both norms sit far below the ridge point: memory traffic sets their time.
-# The operation counts predict, before any clock is read, that which norm is
-# faster depends on the implementation:
-#
-# - `nn.LayerNorm` and `F.layer_norm` run one fused kernel forward and one
-#   backward, with the ideal traffic.
-# - On the CPU, `nn.RMSNorm` and `F.rms_norm` run the same chain of
-#   elementwise operations and reductions as the from-scratch RMSNorm,
-#   several times the ideal traffic, so the counts predict LayerNorm ahead
-#   in "nn vs nn" and "F vs F"; the verdicts in the table above say whether
-#   this run measured it. The fused RMSNorm kernels PyTorch has added are for
-#   CUDA and MPS.
-# - `nn.RMSNorm` and `F.rms_norm` run the very same operations, and so do
-#   `nn.LayerNorm` and `F.layer_norm`: any difference between them is noise,
-#   and the check lines under the table show, at each size, whether the rule
-#   kept it out of the verdicts.
-# - The from-scratch LayerNorm moves more bytes than the from-scratch RMSNorm
-#   (the counts above): subtracting the mean costs a reduction and more full
-#   elementwise passes. Between these two eager modules the counts predict
-#   RMSNorm ahead; the "scratch vs scratch" line gives the measured saving,
-#   its range and its verdict. That is the situation the paper measured, in
-#   frameworks that ran each step of the formula as its own kernel.
-# - `torch.compile` turns each from-scratch module into a few fused kernels
-#   (listed above), so the two compiled norms move almost the same bytes;
-#   the verdict of "compiled vs compiled" says whether any difference was
-#   measurable here.
-#
-# **On "7–64 %".** It is not a FLOP count, and it is not a property of the
-# norm: it is the running time of whole models in 2019 frameworks. For the
-# norm alone, the verdict line compares the fastest RMSNorm with the fastest
-# LayerNorm on this machine, the comparison a practitioner can choose. In a
-# Transformer the norm is also a small part of the time: the matrix products
-# next to it do $O(H)$ flops per element of the residual stream against the
-# norm's handful, so a saving on the norm shrinks further in a whole model.
-# For Transformers the paper's own figure is the 6.9 % of Transformer-base;
-# 64 % belongs to pRMSNorm on a recurrent model. And "RMSNorm makes inference
-# more efficient" holds only where the RMSNorm kernel is as good as the
-# LayerNorm kernel it replaces; `nn.RMSNorm` on a CPU runs a chain of
-# operations that moves several times the bytes of `nn.LayerNorm`'s one
-# kernel.
-#
-# **On the goal.** The goal lines say, at the large size, whether the
-# fastest RMSNorm reached half the copy bandwidth, first with the default
-# allocator, then with freed memory kept for reuse; where the range of its
-# percentage holds 50 %, they say the question is not decided. Where it falls
-# short, the causes are the ones this page measures:
-#
-# 1. **Fresh pages.** With glibc's default settings every output of 32 MiB or
-#    more lands on newly mapped memory, and its page faults (counted above)
-#    add to the time of the byte stream itself. A copy into a new tensor,
-#    which does no arithmetic at all, shows how much this costs. It slows
-#    every out-of-place operation, not only the norms; keeping freed memory
-#    for reuse can remove it (the page-fault counts after the change show for
-#    which of the calls it did).
-# 2. **Passes over memory.** An eager RMSNorm cannot exceed the "at best"
-#    fraction printed for it: its chain of operations moves several times the
-#    ideal bytes, whatever the allocator. Only a fused kernel (here
-#    `torch.compile`) can approach the copy.
-# 3. **The weight gradient.** $\partial L/\partial\gamma$ is a sum over all
-#    rows. The backward kernel that this PyTorch version generates (its
-#    source is what `run_and_get_code` returns) first sums it over all rows
-#    and then computes $\partial L/\partial x$ row by row, so it reads $x$
-#    and $\partial L/\partial y$ twice: more than the ideal traffic, so the
-#    compiled forward+backward cannot get as close to the copy as an ideal
-#    kernel would.
-# 4. **Few, shared cores.** With few threads on a machine that runs other
-#    work, each parallel region waits until both threads have a core; that
-#    costs more the more regions a call runs, and it makes short timings
-#    coarse. The copy bandwidth itself moves from run to run, as the
-#    last-level cache is shared with whatever else runs. This is why every
-#    timing here comes with its range, and why a difference inside the
-#    ranges is reported as no difference.
-
-# %% [markdown]
 # ## Sources
 #
 # - Zhang, Sennrich. *Root Mean Square Layer Normalization*, NeurIPS 2019,
@@ -888,7 +962,9 @@ else:
 #   `c10/core/impl/alloc_cpu.cpp` (the CPU allocator calls `posix_memalign`
 #   and `free`).
 # - PyTorch documentation: `torch.nn.LayerNorm`, `torch.nn.RMSNorm`,
-#   `torch.nn.functional.rms_norm`, `torch.compile`; PyTorch performance
+#   `torch.nn.functional.rms_norm`, `torch.compile`, `torch.cuda.Event`,
+#   `torch.cuda.get_device_properties`; `torch/_dynamo/config.py`
+#   (`recompile_limit`) and `torch._dynamo.reset`; PyTorch performance
 #   tuning guide (pytorch/tutorials `recipes_source/recipes/tuning_guide.py`,
 #   "Switch Memory allocator").
 # - GNU C Library manual, "Malloc Tunable Parameters" (`M_MMAP_THRESHOLD`,

@@ -18,6 +18,50 @@
 # **计时因运行而异，也因机器而异**。本页的每一个时间、带宽、加速比和结论，都是在构建本页时、在构建它的那台机器（名称见下文）上测得的，而那台机器当时可能正同时运行着其他任务。因此，每种实现都计时多次，并且所有实现的重复测量交错进行，让后台负载均匀地落在每一种实现上；每个计时都以**中位数及其四分位距**（中间一半样本所在的范围）给出。**只有当两者的范围不重叠时，结论才会说其中一个比另一个快**；否则结论是：在这一精度下测不出差别。加速比等比值也附有范围：当且仅当结论认定有差别时，该范围不包含 1。与计时无关的数字（字节数、运算次数、数值误差）每次运行都相同。
 
 # %% [markdown]
+# ## 结论 { #what-we-found }
+#
+# ### GPU { #gpu }
+#
+# [[gpu-results:norm_speed]]
+#
+# GPU 数据来自 `make bench-gpu`，而不是本页的这次运行，因为本页是在 CPU 上构建的（下文“在 GPU 上”一节说明测量方法）。每个尺寸用到的内核，都与按这一形状编译的模型所得到的内核相同：重新做一次 `torch.compile(dynamic=False)`。输入在超过 L2 缓存容量的内存中轮换，样本用 CUDA 事件计时，拷贝带宽在同一次运行中测量。判定规则与 CPU 上相同：只有当两种实现的计时范围不重叠时，才说其中一个比另一个快。
+#
+# **选用粗体的单元格**。对每种数据类型、尺寸和计算方式，粗体标出最快的实现，以及测不出比它慢的实现：在这一形状的模型里就该用它们。达到拷贝带宽 100 % 附近的归一化，单靠自身已没有提升余地；再要更快，只能把更多工作融合进同一遍内存访问，例如归一化之前的残差加法。
+#
+# **基准测试怎样编译、怎样计时，决定了它的结论**。本页的早先版本在 GPU 上为编译后的模块计时，用的是在 CPU 上计时的方式。同样的模块，在同一次运行中按那种方式计时：
+#
+# [[gpu-results:old_method]]
+#
+# 那种方式测到的，并不是模型实际得到的内核：
+#
+# - 编译出的代码按函数保存，由一个类的所有实例共用：形状相同的第二个 `RMSNorm` 运行的是为第一个编译的图（下文“在 GPU 上”一节统计了这一点）。为 CPU、为其他尺寸或其他梯度模式构建的模块，都会往这个类的 `forward` 唯一的缓存里添加条目，而每次调用都要检查这些条目的守卫（guard）；条目数超过 `torch._dynamo.config.recompile_limit` 之后，这个函数就不再编译，直接以 eager 模式运行。
+# - 用 `dynamic=True` 时，行数变成一个符号：一个为任意行数生成、在遇到的第一个行数上调优的内核，服务于所有行数。（隐藏维度仍是固定的：模块对形状的检查把它变成了一个守卫。）
+# - 单独一次编译后的调用，要先在主机上经过 Dynamo 的守卫检查和 Inductor 的 Python 包装代码，内核才开始运行。如果这段时间与内核的运行时间相当，用挂钟时间计量连续多次调用，测到的就是主机，编译后的 LayerNorm 和编译后的 RMSNorm 不论内核如何，结果都差不多。在整体编译的模型里，守卫在每次调用模型时检查一次，而不是每个归一化检查一次。GPU 表格记录了主机每次调用所用的时间，并用 † 标出主机时间接近 GPU 时间的数据。
+# - 在 2048 × 1024、float32 下，$x$ 能装进大型 GPU 的 L2 缓存，所以对上一次调用用过的同一个输入再做调用，很大一部分数据是从缓存读取的。
+
+# %% [markdown]
+# ### CPU { #cpu }
+#
+# 下面的每一个快慢排序，都是判定规则（范围不重叠）给出的结论，由下面的单元格以及页面末尾的汇总打印出来；文字讲的是运算统计预测了什么，而不是某一次运行测到了什么。
+#
+# **公式不等于速度**。RMSNorm 每个元素的浮点运算更少，但两种归一化都远在脊点之下：决定它们耗时的是访存量。还没开始计时，单看运算统计就能预测：哪种归一化更快，取决于实现。
+#
+# - `nn.LayerNorm` 和 `F.layer_norm` 前向运行一个融合内核，反向也运行一个，访存量都是理想值。
+# - 在 CPU 上，`nn.RMSNorm` 和 `F.rms_norm` 运行的是与从零实现的 RMSNorm 相同的一串逐元素运算和归约，访存量是理想值的好几倍，所以运算统计预测，在“nn vs nn”和“F vs F”中 LayerNorm 领先；下文赛跑中的结论说明了本次运行是否测到了这一点。PyTorch 已经加入的融合 RMSNorm 内核是面向 CUDA 和 MPS 的。
+# - `nn.RMSNorm` 和 `F.rms_norm` 运行的运算完全相同，`nn.LayerNorm` 和 `F.layer_norm` 也是如此：它们之间的任何差别都是噪声；表格下方的检验行显示了在每种尺寸下，判定规则是否把这种噪声挡在了结论之外。
+# - 从零实现的 LayerNorm 比从零实现的 RMSNorm 搬运更多字节（见下面的统计）：减去均值要多付出一次归约和更多遍完整的逐元素运算。对这两个 eager 模块，运算统计预测 RMSNorm 领先；“scratch vs scratch”那一行给出了实测的节省、它的范围和结论。这正是论文测量时的情形：那些框架把公式的每一步都作为单独的内核来运行。
+# - `torch.compile` 把每个从零实现的模块变成少数几个融合内核（下面会列出），所以两个编译后的归一化搬运的字节数几乎相同；“compiled vs compiled”的结论说明在这里是否测得出差别。
+#
+# **关于“7–64%”**。它不是浮点运算量，也不是归一化本身的属性：它是 2019 年的框架中整个模型的运行时间。就归一化本身而言，结论那一行比较的是这台机器上最快的 RMSNorm 与最快的 LayerNorm，这才是实践者能够选择的比较。在 Transformer 中，归一化本来也只占很小一部分时间：同一层里的矩阵乘法对残差流的每个元素要做 $O(H)$ 次浮点运算，而归一化只有寥寥几次，所以归一化上省下的时间放到整个模型里还会进一步缩水。就 Transformer 而言，论文自己的数字是 Transformer-base 的 6.9%；64% 属于循环模型上的 pRMSNorm。至于 RMSNorm“推理/推断更高效”[C]，这只有当 RMSNorm 的内核和它所替换的 LayerNorm 内核一样好时才成立；在 CPU 上，`nn.RMSNorm` 运行的是一串运算，搬运的字节数是 `nn.LayerNorm` 那一个内核的好几倍。
+#
+# **关于目标**。目标那几行说明，在大尺寸下最快的 RMSNorm 是否达到了拷贝带宽的一半：先是默认分配器，然后是保留释放的内存以供重用；如果它的百分比范围包含 50%，这几行就会说明这个问题没有定论。没有达到目标时，原因就是本页测量的以下几项：
+#
+# 1. **全新的页面**。在 glibc 的默认设置下，每个 32 MiB 及以上的输出都落在新映射的内存上，它的缺页（下面会统计）会叠加到字节流本身的耗时上。拷贝到新张量完全不做算术运算，由它就能看出这部分代价有多大。它拖慢的是每一个非原地（out-of-place）运算，不只是归一化；保留释放的内存以供重用可以消除它（改设置之后的缺页统计显示了对哪些调用确实消除了）。
+# 2. **遍历内存的次数**。eager 模式的 RMSNorm 不可能超过为它打印的“at best”比例：无论用哪种分配器，它的运算链搬运的字节数都是理想值的好几倍。只有融合内核（这里是 `torch.compile`）才能接近拷贝。
+# 3. **权重梯度**。$\partial L/\partial\gamma$ 是对所有行的求和。这个 PyTorch 版本生成的反向内核（其源码就是 `run_and_get_code` 返回的内容）先对所有行求出它，再逐行计算 $\partial L/\partial x$，因此 $x$ 和 $\partial L/\partial y$ 要读两遍：这超出了理想访存量，所以编译后的前向+反向无法像理想内核那样接近拷贝。
+# 4. **核心少，且被共享**。线程不多、机器又同时运行着其他任务时，每个并行区域都要等到两个线程都分到核心才能执行；一次调用包含的并行区域越多，这部分代价越大，也让较短的计时变得粗糙。拷贝带宽本身也随运行而变化，因为末级缓存由同时运行的其他任务共享。正因如此，这里的每个计时都附有范围，落在范围之内的差别一律报告为没有差别。
+
+# %% [markdown]
 # ## 预期 { #what-we-expected }
 #
 # **说法**。介绍前置层归一化（Pre-LN）Transformer 的文章常说，RMSNorm“进一步减少 7-64 % 归一化 FLOPs”[B]，能让推理更高效，还是大模型跑得快的原因。这个数字出自 Zhang & Sennrich 2019（[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)），其摘要写的是 RMSNorm “reduces the running time by 7%∼64% on different models”，即在不同模型上把运行时间缩短 7%∼64%。这是**整个模型**运行时间的缩短（在 GPU 上，分别用 TensorFlow、Theano 和 PyTorch 实现），而不是归一化本身的浮点运算量：按[已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页所转录的论文结果表，Transformer-base 模型节省了 6.9%（即那个“7%”），而“64%”是 pRMSNorm（部分均方根归一化）在一个 GRU 顺序嵌入（order-embedding）模型上的结果（63.9%）；普通 RMSNorm 最多节省 40.8%。这些逐模型的数字来自几份彼此一致的结果表转录，并未对照 PDF 原文核实。
@@ -35,7 +79,7 @@
 # - $x = 2\,\mathcal{N}(0, 1) + 0.5$，随机种子由形状决定；上游梯度为 $\cos(x)$，同一尺寸下的每次调用都用同一个张量。权重在 $[0.5, 1.5]$ 内均匀分布，LayerNorm 的偏置在 $[-0.5, 0.5]$ 内均匀分布，种子由隐藏维度决定；同一种归一化的所有实现共用同样的参数张量。
 # - 两种归一化都取 $\varepsilon = 10^{-5}$（若用 `nn.RMSNorm` 的默认值，则会是 float32 的机器精度；这个取值不影响速度）。
 # - **前向**（forward）：在 `torch.no_grad()` 下调用一次。**前向+反向**（forward+backward）：调用一次，再对 $x$ 和每个参数做一次 `torch.autograd.grad`。
-# - 计时，按尺寸进行：每种实现在每种计算方式下先单独运行一次并计时（对于 `torch.compile` 版本，这次调用就是编译）。随后进行 15 轮；每一轮为每种实现、每种计算方式以及下面的两种拷贝各取一个样本，顺序每轮重新随机打乱（有固定种子）。在 CPU 上，一个样本就是一次调用；在 GPU 上，一个样本是最多 100 次连续调用，调用次数按“单次耗时与拷贝一遍 $x$ 相当”估算，使总时长约 10 ms；样本以 `torch.cuda.synchronize` 结束。报告的是 15 个样本的中位数及其四分位距，写作“中位数（第一四分位数–第三四分位数）”。样本再少一些，四分位数就会分散得厉害，下面的判定规则便会经常把同一段代码的两次运行判为不同（这类误报的比率在下文计算）。
+# - 计时，按尺寸进行：每种实现在每种计算方式下先单独运行一次并计时（对于 `torch.compile` 版本，这次调用就是编译）。随后进行 15 轮；每一轮为每种实现、每种计算方式以及下面的两种拷贝各取一个样本，顺序每轮重新随机打乱（有固定种子）。一个样本就是一次调用（GPU 的计时方式不同，见“在 GPU 上”一节）。报告的是 15 个样本的中位数及其四分位距，写作“中位数（第一四分位数–第三四分位数）”。样本再少一些，四分位数就会分散得厉害，下面的判定规则便会经常把同一段代码的两次运行判为不同（这类误报的比率在下文计算）。
 # - 拷贝带宽：对与 $x$ 元素个数相同的张量做 `dst.copy_(src)`，按 2 × 大小计（读 + 写），与各归一化在同样的轮次中计时；另测 `src.clone()`，即拷贝到每次调用都新分配的张量里，正如归一化的输出那样。
 # - `torch.compile(module, dynamic=True)`，使用默认的 Inductor 后端：每种归一化、每个隐藏维度、每种梯度模式各编译一次，适用于所有行数。编译时间会一并报告。
 # - 线程：PyTorch 的默认设置，打印在下面；不做任何改动。
@@ -119,52 +163,44 @@
 # %%
 
 # %% [markdown]
-# ## 分配器 { #the-allocator }
-#
-# 在大尺寸下，哪怕是普通的拷贝，写入一个**新**张量时也可能变慢：把“copy to a new tensor”这一行及其范围与 100% 比较一下就知道。每次归一化调用都要写出一个新的输出（eager 运算链还要写出新的临时张量），所以要付出同样的代价。原因在于内存怎样分配，而不在于怎样读取：PyTorch 的 CPU 分配器用 C 库的 `malloc` 取得每个张量，再用 `free` 归还（pytorch/pytorch `c10/core/impl/alloc_cpu.cpp`）。对超过 mmap 阈值的内存块，glibc 的 `malloc` 会用一次新的 `mmap` 来满足，并在 `free` 时解除映射；这个阈值会动态上调，在 64 位系统上最高到 32 MiB（glibc `malloc/malloc.c` 中的 `DEFAULT_MMAP_THRESHOLD_MAX`）。于是，下一次调用的输出落在全新的页面上，每个页面第一次被写入时都会触发缺页（page fault），由操作系统内核把它清零。下面是操作系统统计的一次调用的缺页次数：
-
-# %%
-
-# %% [markdown]
-# PyTorch 性能调优指南建议在 CPU 上使用 jemalloc 或 TCMalloc，因为它们会“尽可能”重用内存（pytorch/tutorials，`recipes_source/recipes/tuning_guide.py`，“Switch Memory allocator”）。用 glibc 本身也能得到同样的效果：调高它的 mmap 阈值和 trim 阈值（用 `mallopt`，或在启动时设置环境变量 `MALLOC_MMAP_THRESHOLD_` 和 `MALLOC_TRIM_THRESHOLD_`；见 glibc 手册“Malloc Tunable Parameters”一节），释放的内存块就会留在堆上，供下一次调用使用。`keep_freed_memory` 从这里开始为本 notebook 的进程做这项设置；随后以同样的方式，对 `nn.LayerNorm` 和两个编译后的模块重新测量大尺寸。
-
-# %%
-
-# %% [markdown]
 # ## 在 GPU 上 { #on-a-gpu }
 #
-# 当 PyTorch 检测到 GPU 时，同样的测量会在 CUDA 上运行：每个样本至多 100 次调用，每个样本以 `torch.cuda.synchronize` 结束，结论采用同样的规则。PyTorch 的 CUDA 缓存分配器按设计就会保留释放的内存块以供重用，所以上面的分配器问题在那里不会出现。没有 GPU 时，单元格会注明这一点。
+# 页首的 GPU 数据来自 `gpu_benchmark`。它与 CPU 上的赛跑有四点不同，每一点的理由都在页首给出：
+#
+# - 每种数据类型、每个尺寸都在 `torch._dynamo.reset()` 之后重新做一次 `torch.compile(dynamic=False)`；编译用了多少个图、重新编译了几次都会统计（`compile_counts`），计时期间若有编译也会统计；
+# - 输入、上游梯度和拷贝用的缓冲区在 `rotation` 份副本间轮换，这些副本合起来至少是 L2 缓存的两倍（设备的 `L2_cache_size`）；
+# - 每个样本用 CUDA 事件计时，同时记录主机每次调用所用的时间；
+# - float32 和 bfloat16，尺寸为 4096 × 4096，以及真实大语言模型层的尺寸 32768 × 4096 和 16384 × 8192（词元数 × 隐藏维度）。
+#
+# `make bench-gpu`（`scripts/bench_gpu.py`）在所有这些尺寸上运行它，也按旧方式测一遍，并写出 `docs/experiments/results/gpu_norm_speed.json`，其中有 GPU、驱动、CUDA、torch 和 Triton 的版本，提交，代码的哈希以及每一个样本；构建时，页首的表格就取自这个文件。
+#
+# 为什么每个尺寸都要重新编译：Dynamo 按函数而不是按模块保存编译出的代码。两个形状相同、分别编译的新 `RMSNorm` 实例共用同一个图（`backend="eager"` 保留 Dynamo 的图捕获和缓存，但不生成内核）：
 
-# %% alt="GPU 上各 LayerNorm 与 RMSNorm 实现的 GB/s 随规模的变化，以拷贝带宽为上限"
+# %%
 
 # %% [markdown]
-# ## 实验结果 { #what-we-saw }
+# 本 notebook 在 GPU 上运行时，下面的单元格会在 32768 × 4096 上运行这个基准测试；没有 GPU 时，单元格会注明这一点。
+
+# %%
+
+# %% [markdown]
+# ## 分配器 { #the-allocator }
 #
-# 下面的每一个快慢排序，都是判定规则（范围不重叠）给出的结论，由上面的单元格以及页面末尾的汇总打印出来；文字讲的是运算统计预测了什么，而不是某一次运行测到了什么。
-#
-# **公式不等于速度**。RMSNorm 每个元素的浮点运算更少，但两种归一化都远在脊点之下：决定它们耗时的是访存量。还没开始计时，单看运算统计就能预测：哪种归一化更快，取决于实现。
-#
-# - `nn.LayerNorm` 和 `F.layer_norm` 前向运行一个融合内核，反向也运行一个，访存量都是理想值。
-# - 在 CPU 上，`nn.RMSNorm` 和 `F.rms_norm` 运行的是与从零实现的 RMSNorm 相同的一串逐元素运算和归约，访存量是理想值的好几倍，所以运算统计预测，在“nn vs nn”和“F vs F”中 LayerNorm 领先；上表中的结论说明了本次运行是否测到了这一点。PyTorch 已经加入的融合 RMSNorm 内核是面向 CUDA 和 MPS 的。
-# - `nn.RMSNorm` 和 `F.rms_norm` 运行的运算完全相同，`nn.LayerNorm` 和 `F.layer_norm` 也是如此：它们之间的任何差别都是噪声；表格下方的检验行显示了在每种尺寸下，判定规则是否把这种噪声挡在了结论之外。
-# - 从零实现的 LayerNorm 比从零实现的 RMSNorm 搬运更多字节（见上面的统计）：减去均值要多付出一次归约和更多遍完整的逐元素运算。对这两个 eager 模块，运算统计预测 RMSNorm 领先；“scratch vs scratch”那一行给出了实测的节省、它的范围和结论。这正是论文测量时的情形：那些框架把公式的每一步都作为单独的内核来运行。
-# - `torch.compile` 把每个从零实现的模块变成少数几个融合内核（上面已列出），所以两个编译后的归一化搬运的字节数几乎相同；“compiled vs compiled”的结论说明在这里是否测得出差别。
-#
-# **关于“7–64%”**。它不是浮点运算量，也不是归一化本身的属性：它是 2019 年的框架中整个模型的运行时间。就归一化本身而言，结论那一行比较的是这台机器上最快的 RMSNorm 与最快的 LayerNorm，这才是实践者能够选择的比较。在 Transformer 中，归一化本来也只占很小一部分时间：同一层里的矩阵乘法对残差流的每个元素要做 $O(H)$ 次浮点运算，而归一化只有寥寥几次，所以归一化上省下的时间放到整个模型里还会进一步缩水。就 Transformer 而言，论文自己的数字是 Transformer-base 的 6.9%；64% 属于循环模型上的 pRMSNorm。至于 RMSNorm“推理/推断更高效”[C]，这只有当 RMSNorm 的内核和它所替换的 LayerNorm 内核一样好时才成立；在 CPU 上，`nn.RMSNorm` 运行的是一串运算，搬运的字节数是 `nn.LayerNorm` 那一个内核的好几倍。
-#
-# **关于目标**。目标那几行说明，在大尺寸下最快的 RMSNorm 是否达到了拷贝带宽的一半：先是默认分配器，然后是保留释放的内存以供重用；如果它的百分比范围包含 50%，这几行就会说明这个问题没有定论。没有达到目标时，原因就是本页测量的以下几项：
-#
-# 1. **全新的页面**。在 glibc 的默认设置下，每个 32 MiB 及以上的输出都落在新映射的内存上，它的缺页（上面已统计）会叠加到字节流本身的耗时上。拷贝到新张量完全不做算术运算，由它就能看出这部分代价有多大。它拖慢的是每一个非原地（out-of-place）运算，不只是归一化；保留释放的内存以供重用可以消除它（改设置之后的缺页统计显示了对哪些调用确实消除了）。
-# 2. **遍历内存的次数**。eager 模式的 RMSNorm 不可能超过为它打印的“at best”比例：无论用哪种分配器，它的运算链搬运的字节数都是理想值的好几倍。只有融合内核（这里是 `torch.compile`）才能接近拷贝。
-# 3. **权重梯度**。$\partial L/\partial\gamma$ 是对所有行的求和。这个 PyTorch 版本生成的反向内核（其源码就是 `run_and_get_code` 返回的内容）先对所有行求出它，再逐行计算 $\partial L/\partial x$，因此 $x$ 和 $\partial L/\partial y$ 要读两遍：这超出了理想访存量，所以编译后的前向+反向无法像理想内核那样接近拷贝。
-# 4. **核心少，且被共享**。线程不多、机器又同时运行着其他任务时，每个并行区域都要等到两个线程都分到核心才能执行；一次调用包含的并行区域越多，这部分代价越大，也让较短的计时变得粗糙。拷贝带宽本身也随运行而变化，因为末级缓存由同时运行的其他任务共享。正因如此，这里的每个计时都附有范围，落在范围之内的差别一律报告为没有差别。
+# 在大尺寸下，拷贝到一个**新**张量，可能比拷贝到已有的张量更慢（见赛跑中“copy to a new tensor”那一行），而每次归一化调用都要写出一个新的输出。PyTorch 的 CPU 分配器用 C 库的 `malloc` 取得每个张量，再用 `free` 归还（pytorch/pytorch `c10/core/impl/alloc_cpu.cpp`）。对超过 mmap 阈值的内存块（这个阈值会动态上调，在 64 位系统上最高到 32 MiB，见 `malloc/malloc.c` 中的 `DEFAULT_MMAP_THRESHOLD_MAX`），glibc 用一次新的 `mmap` 来满足，并在 `free` 时解除映射，所以下一次调用的输出的每个页面第一次被写入时都会触发缺页（page fault）。一次调用的缺页次数如下：
+
+# %%
+
+# %% [markdown]
+# 调高 glibc 的 mmap 阈值和 trim 阈值（用 `mallopt`；见 glibc 手册“Malloc Tunable Parameters”一节），释放的内存块就会留给下一次调用使用；PyTorch 性能调优指南在 CPU 上推荐的 jemalloc 和 TCMalloc 按设计就是这样做的（pytorch/tutorials `recipes_source/recipes/tuning_guide.py`）。`keep_freed_memory` 为本 notebook 余下的部分做这项设置；随后对 `nn.LayerNorm` 和两个编译后的模块重新测量大尺寸。（在 GPU 上，PyTorch 的缓存分配器按设计就会保留释放的内存块。）
+
+# %%
 
 # %% [markdown]
 # ## 参考来源 { #sources }
 #
 # - Zhang, Sennrich 2019，*Root Mean Square Layer Normalization*，NeurIPS，[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)：摘要（“reduces the running time by 7%∼64% on different models”），结果表（逐模型的运行时间缩短，来自转录；见[已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页）。
 # - pytorch/pytorch PR #153666（融合 RMSNorm，CUDA）和 PR #145301（MPS）；`c10/core/impl/alloc_cpu.cpp`（CPU 分配器调用 `posix_memalign` 和 `free`）。
-# - PyTorch 文档：`torch.nn.LayerNorm`、`torch.nn.RMSNorm`、`torch.nn.functional.rms_norm`、`torch.compile`；PyTorch 性能调优指南（pytorch/tutorials `recipes_source/recipes/tuning_guide.py`，“Switch Memory allocator”）。
+# - PyTorch 文档：`torch.nn.LayerNorm`、`torch.nn.RMSNorm`、`torch.nn.functional.rms_norm`、`torch.compile`、`torch.cuda.Event`、`torch.cuda.get_device_properties`；`torch/_dynamo/config.py`（`recompile_limit`）和 `torch._dynamo.reset`；PyTorch 性能调优指南（pytorch/tutorials `recipes_source/recipes/tuning_guide.py`，“Switch Memory allocator”）。
 # - GNU C Library 手册，“Malloc Tunable Parameters”（`M_MMAP_THRESHOLD`、`M_TRIM_THRESHOLD`、`MALLOC_MMAP_THRESHOLD_`）；glibc `malloc/malloc.c`（`DEFAULT_MMAP_THRESHOLD_MAX`，64 位系统上为 32 MiB）。
 # - Williams, Waterman, Patterson 2009，*Roofline: an insightful visual performance model for multicore architectures*，Communications of the ACM 52(4)。
 # - McCalpin，STREAM 基准测试：一次拷贝按搬运 2 × 大小字节计。

@@ -3,7 +3,8 @@
 A dirty build renders again only the pages whose source file is newer than their
 output (MkDocs 1.6 ``File.is_modified``). A page here depends on more than its source:
 the snippets it includes or shows excerpts of, the notebooks whose numbers it quotes,
-the navigation (every page's title) and the configuration, theme overrides and hooks.
+the GPU results file and the code it was measured with (``[[gpu-results:...]]``), the
+navigation (every page's title) and the configuration, theme overrides and hooks.
 ``signatures`` hashes all of that for every page; a page whose signature changed is
 rendered again.
 """
@@ -15,6 +16,7 @@ import re
 from pathlib import Path
 
 from resnorm_site.excerpts import EXCERPT_ATTR
+from resnorm_site.gpu_results import CODE_FILES, MARKER, RESULTS_FILE
 from resnorm_site.paths import notebook_stem
 
 INCLUDE = re.compile(r"""--8<--\s+["']([^"':]+)""")
@@ -69,5 +71,8 @@ def signatures(pages: list, root: Path, config_file: Path) -> dict[str, str]:
             source = notebooks.get(stem, "")
             stamp = str(Path(source).stat().st_mtime_ns) if Path(source).is_file() else ""
             parts += [stem, source, stamp]
+        if MARKER.search(text):  # the figures, and whether the code changed since
+            for name in (RESULTS_FILE, *CODE_FILES):
+                parts += [name, _read(root / name)]
         out[f.src_uri] = _digest(*parts)
     return out

@@ -1,6 +1,7 @@
 """snippets/norm_speed.py: the bytes model, the timer, and a fair race against nn.* and F.*.
 
-torch.compile is not run here (a cold compile takes seconds); the notebook
+torch.compile's code generation is not run here (a cold compile takes seconds): the GPU
+path's tests compile with backend="eager", Dynamo's capture and cache alone. The notebook
 docs/experiments/norm_speed.py checks the compiled variants against nn.* before timing them.
 """
 
@@ -22,6 +23,7 @@ from snippets.layer_norm import LayerNorm
 from snippets.norm_speed import (
     FASTER,
     FORWARD_FLOPS_PER_ELEMENT,
+    GPU_COMPILE,
     IMPLEMENTATIONS,
     MIN_SAMPLES,
     NORMS,
@@ -32,14 +34,19 @@ from snippets.norm_speed import (
     benchmark,
     bytes_moved,
     compare,
+    compile_counts,
     copy_bandwidth,
+    cycling,
     describe,
+    event_times,
     false_difference_rate,
     fastest,
     fastest_group,
     find,
+    gpu_benchmark,
     interleaved_times,
     keep_freed_memory,
+    l2_cache_bytes,
     machine,
     machine_parts,
     matmul_flops,
@@ -52,6 +59,7 @@ from snippets.norm_speed import (
     pct_of_copy,
     quartiles,
     ratio_spread,
+    rotation,
     speedup,
     time_norm,
 )
@@ -645,3 +653,170 @@ def test_pct_of_copy_carries_the_range_of_both_timings():
     assert got.low == pytest.approx(50 * 0.5 / 1.025) and got.high == pytest.approx(
         50 * 0.5 / 0.975
     )
+
+
+# --- the GPU path: a fresh compile per size, rotated inputs, CUDA events -------------------
+
+
+def test_rotation_holds_the_l2_several_times_over():
+    mib = 2**20
+    assert rotation(64 * mib, 50 * mib) == 2  # 2 x 64 MiB > 2 x 50 MiB: two copies suffice
+    assert rotation(8 * mib, 50 * mib) == 13  # 13 x 8 = 104 MiB >= 100 MiB
+    assert rotation(8 * mib, 50 * mib, factor=1) == 7
+    assert rotation(512 * mib, 0) == 2  # never fewer than two: a call never re-reads its input
+    for tensor, l2 in ((1, 1), (3, 17), (10**9, 50 * mib)):
+        k = rotation(tensor, l2)
+        assert k * tensor >= 2 * l2 and k >= 2 and (k == 2 or (k - 1) * tensor < 2 * l2)
+    with pytest.raises(ValueError, match="tensor_bytes must be an int >= 1, got 0"):
+        rotation(0, 10)
+    with pytest.raises(ValueError, match="l2_bytes must be an int >= 0, got -1"):
+        rotation(10, -1)
+
+
+def test_cycling_calls_each_in_turn():
+    log = []
+    call = cycling(lambda i=i: log.append(i) for i in range(3))
+    for _ in range(7):
+        call()
+    assert log == [0, 1, 2, 0, 1, 2, 0]
+    with pytest.raises(ValueError, match="at least one callable"):
+        cycling([])
+
+
+def test_l2_cache_bytes_is_a_cuda_query(device):
+    if device.type != "cuda":
+        with pytest.raises(ValueError, match="needs a CUDA device, got cpu"):
+            l2_cache_bytes("cpu")
+        return
+    assert l2_cache_bytes(device) == torch.cuda.get_device_properties(device).L2_cache_size > 0
+
+
+def test_event_times_on_cuda_and_a_clear_error_without():
+    calls = {"a": lambda: None, "b": lambda: None}
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="needs CUDA"):
+            event_times(calls, repeats=2)
+        return
+    x = torch.ones(1 << 20, device="cuda")
+    got = event_times({"sum": x.sum, "add": lambda: x + 1}, repeats=3, number=2)
+    assert {n: len(v) for n, v in got.items()} == {"sum": 3, "add": 3}
+    assert all(t > 0 and math.isfinite(t) for v in got.values() for t in v)
+    with pytest.raises(ValueError, match="repeats must be an int >= 1, got 0"):
+        event_times(calls, repeats=0)
+
+
+def eager_compiled_variants(norm, hidden, dtype, device="cpu"):
+    """The eager variants, and the from-scratch module through torch.compile's graph capture
+    only (backend="eager": no code generation, so it is quick): Dynamo compiles, caches and
+    recompiles graphs exactly as for Inductor, which is what these tests count."""
+    out = norm_variants(norm, hidden, SCRATCH[norm], compile=False, device=device, dtype=dtype)
+    out["compiled"] = torch.compile(out["scratch"], dynamic=False, backend="eager")
+    return out
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # importing torch._dynamo warns
+def test_compiled_code_is_shared_by_every_instance_of_a_class():
+    """Why a compile must be made afresh per measured size: Dynamo keeps compiled code per
+    function (the class's forward), so a second instance reuses the first one's graph, and
+    a compile for one shape is what the next instance of that shape gets."""
+    torch._dynamo.reset()
+    x = torch.randn(4, 8)
+    start = compile_counts()
+    for _ in range(2):  # two instances, one shape
+        module = torch.compile(RMSNorm(8, eps=1e-5), dynamic=False, backend="eager")
+        with torch.no_grad():
+            module(x)
+    assert compile_counts()["graphs"] - start["graphs"] == 1
+    module(x)  # grad mode on: a guard fails, one recompilation
+    after = compile_counts()
+    assert (after["graphs"] - start["graphs"], after["recompiles"] - start["recompiles"]) == (2, 1)
+    torch._dynamo.reset()
+    assert compile_counts()["recompiles"] == 0
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_gpu_benchmark_compiles_afresh_for_every_size_and_dtype(device):
+    sizes, dtypes = [(4, 8), (2, 16)], (torch.float32, torch.bfloat16)
+    variants = functools.partial(eager_compiled_variants, device=device)
+    kwargs = {"l2_bytes": 1000}  # a few copies of these tiny inputs; the GPU's own L2 below
+    table, failures = gpu_benchmark(
+        sizes, variants, dtypes=dtypes, device=device, repeats=3, min_sample_s=0, **kwargs
+    )
+    assert failures == {}
+    assert len(table) == len(dtypes) * len(sizes) * len(NORMS) * len(IMPLEMENTATIONS) * 2
+    l2 = kwargs["l2_bytes"]
+    for row in table:
+        itemsize = 4 if row["dtype"] == "float32" else 2
+        x_bytes = row["rows"] * row["hidden"] * itemsize
+        assert row["rotate"] == min(64, rotation(x_bytes, l2))
+        assert row["copy_bytes"] == 2 * x_bytes
+        assert row["bytes"] == bytes_moved(
+            row["norm"], row["rows"], row["hidden"], itemsize=itemsize, passes=row["passes"]
+        )
+        assert len(row["samples"]) == len(row["copy_samples"]) == 3
+        assert row["timer"] == ("cuda events" if device.type == "cuda" else "wall clock")
+        assert pct_of_copy(row).median == pytest.approx(row["pct_of_copy"])
+        if row["impl"] != "compiled":
+            assert row["compile"] is None
+            continue
+        # every size and dtype: one graph per grad mode, the second a recompilation, none
+        # while timing; no compile of an earlier size served this one
+        assert row["compile"] == GPU_COMPILE | {"graphs": 2, "recompiles": 1, "timed_graphs": 0}
+    assert {r["dtype"] for r in table} == {"float32", "bfloat16"}
+
+
+def test_gpu_benchmark_reports_a_failing_variant_and_races_the_rest():
+    def variants(norm, hidden, dtype):
+        out = norm_variants(norm, hidden, SCRATCH[norm], compile=False, dtype=dtype)
+
+        def broken(x):
+            raise RuntimeError("CUDA out of memory\nmore")
+
+        return out | {"F": broken}
+
+    table, failures = gpu_benchmark(
+        [(2, 8)],
+        variants,
+        dtypes=(torch.float32,),
+        device="cpu",
+        l2_bytes=64,
+        repeats=3,
+        min_sample_s=0,
+    )
+    assert failures == {
+        (n, "F", torch.float32, 2, 8): "RuntimeError: CUDA out of memory" for n in NORMS
+    }
+    assert {r["impl"] for r in table} == {"scratch", "nn"}
+
+
+def test_gpu_benchmark_rejects_bad_arguments():
+    variants = functools.partial(eager_compiled_variants)
+    with pytest.raises(ValueError, match="passes must be a non-empty subset"):
+        gpu_benchmark([(2, 8)], variants, passes=(), device="cpu", l2_bytes=1)
+    with pytest.raises(TypeError, match=r"dtypes must hold floating-point torch\.dtypes"):
+        gpu_benchmark([(2, 8)], variants, dtypes=(torch.int8,), device="cpu", l2_bytes=1)
+    with pytest.raises(ValueError, match="l2_cache_bytes needs a CUDA device, got cpu"):
+        gpu_benchmark([(2, 8)], variants, device="cpu")  # off CUDA: say how much to rotate
+
+
+def test_norm_variants_compile_defaults_are_unchanged(monkeypatch):
+    seen = []
+    monkeypatch.setattr(torch, "compile", lambda module, **kw: seen.append(kw) or module)
+    norm_variants("rms_norm", 8, RMSNorm)
+    norm_variants("rms_norm", 8, RMSNorm, dynamic=False, mode="max-autotune")
+    assert seen == [{"dynamic": True, "mode": None}, {"dynamic": False, "mode": "max-autotune"}]
+
+
+def test_gpu_benchmark_caps_the_copies_of_a_tiny_input():
+    table, _ = gpu_benchmark(
+        [(2, 8)],
+        functools.partial(eager_compiled_variants),
+        dtypes=(torch.float32,),
+        passes=("forward",),
+        device="cpu",
+        repeats=1,
+        min_sample_s=0,
+        l2_bytes=2**20,
+        max_copies=3,
+    )
+    assert {r["rotate"] for r in table} == {3}  # rotation() would ask for 32768

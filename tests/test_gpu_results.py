@@ -1,0 +1,331 @@
+"""GPU figures on the site: scripts/bench_gpu.py writes the results file, `make bench-gpu`
+and the GPU job run it, and resnorm_site/gpu_results.py shows it on a page (present,
+absent, stale).
+
+No results file is typed by hand: the fixture runs the benchmark's own code (its CPU
+fallback, the wall clock, tiny sizes) and writes the file with bench_gpu.document into
+a copy of the measured code in tmp_path.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+from types import SimpleNamespace
+
+import pytest
+import torch
+import yaml
+from mkdocs.exceptions import PluginError
+
+from resnorm_site import gpu_results
+from snippets import norm_speed
+from snippets.layer_norm import LayerNorm
+from snippets.rms_norm import RMSNorm
+from tests.conftest import ROOT, bilingual_site, mkdocs_build
+
+SCRATCH = {"layer_norm": LayerNorm, "rms_norm": RMSNorm}
+MARKER = "Before.\n\n[[gpu-results:norm_speed]]\n\nAfter."
+
+
+def bench_gpu():
+    spec = importlib.util.spec_from_file_location("bench_gpu", ROOT / "scripts/bench_gpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def variants(norm, hidden, dtype):
+    out = norm_speed.norm_variants(norm, hidden, SCRATCH[norm], compile=False, dtype=dtype)
+    # Dynamo's graph capture without code generation: quick, and counted as Inductor's is
+    out["compiled"] = torch.compile(out["scratch"], dynamic=False, backend="eager")
+    return out
+
+
+@pytest.fixture(scope="module")
+def measured():
+    """(rows, failures) of gpu_benchmark on the CPU: real samples of tiny sizes."""
+    return norm_speed.gpu_benchmark(
+        [(4, 8), (8, 16)],
+        variants,
+        dtypes=(torch.float32, torch.bfloat16),
+        device="cpu",
+        repeats=3,
+        min_sample_s=0,
+        l2_bytes=256,
+    )
+
+
+@pytest.fixture(scope="module")
+def measured_old():
+    """The old way's rows (bench_gpu.old_method), on the CPU."""
+    rows, _ = bench_gpu().old_method(
+        3,
+        sizes=[(4, 8)],
+        device="cpu",
+        variants=lambda norm, hidden: variants(norm, hidden, torch.float32),
+    )
+    return rows
+
+
+@pytest.fixture
+def site_root(tmp_path, measured, measured_old):
+    """A copy of the measured code, and the results file bench_gpu writes for it."""
+    for name in gpu_results.CODE_FILES:
+        if (ROOT / name).exists():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / name, tmp_path / name)
+    rows, failures = measured
+    gpu = {"gpu": "Test GPU", "driver": "1.2.3", "cuda": "13.0", "torch": torch.__version__}
+    gpu |= {"triton": "3.9.0", "l2_bytes": 256}
+    doc = bench_gpu().document(
+        rows, failures, [], [], gpu, {"repeats": 3}, root=tmp_path, old_rows=measured_old
+    )
+    path = tmp_path / gpu_results.RESULTS_FILE
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return tmp_path
+
+
+def test_without_a_results_file_the_page_says_how_to_record_one(tmp_path):
+    for lang, words in (("en", "No GPU figures have been recorded yet"), ("zh", "还没有记录")):
+        out = gpu_results.fill_markdown(MARKER, lang, root=tmp_path)
+        assert words in out and "`make bench-gpu`" in out and gpu_results.RESULTS_FILE in out
+        assert out.startswith("Before.\n\n") and out.endswith("\n\nAfter.")
+        assert "[[gpu-results" not in out and "|" not in out  # no table, no figure
+        old = gpu_results.fill_markdown("[[gpu-results:old_method]]", lang, root=tmp_path)
+        assert old in {
+            "No GPU figures have been recorded yet (see above).",
+            "还没有记录任何 GPU 数据（见上文）。",
+        }
+
+
+def test_a_results_file_gives_its_table_where_and_when(site_root, measured):
+    data = json.loads((site_root / gpu_results.RESULTS_FILE).read_text())
+    out = gpu_results.fill_markdown(MARKER, "en", root=site_root)
+    assert "Measured on **Test GPU** (driver 1.2.3, CUDA 13.0" in out
+    assert data["date"] in out and data["commit"][:12] in out
+    assert "unchanged since" in out and "changed since" not in out.replace("unchanged", "")
+    assert "Timed with the wall clock" in out  # the fixture ran on the CPU
+    assert "`dynamic=False`, mode `default`" in out
+    assert "2 graphs and 1 recompilations" in out and ", 0 while timing" in out
+    # every row of the file is a cell of the table, its figure the snippet's pct_of_copy
+    rows, _ = measured
+    for row in rows:
+        m = norm_speed.pct_of_copy(row)
+        assert f"{m.median:.0f}% ({m.low:.0f}–{m.high:.0f})" in out
+    header = "| Forward | float32 4×8 | float32 8×16 | bfloat16 4×8 | bfloat16 8×16 |"
+    assert header in out and "| Forward+backward | float32 4×8" in out
+    assert out.count("| compiled RMSNorm |") == 2  # one line per pass
+    zh = gpu_results.fill_markdown(MARKER, "zh", root=site_root)
+    assert "测量于 **Test GPU**" in zh and "| 前向 |" in zh and "没有改动" in zh
+
+
+def test_a_change_to_the_measured_code_is_reported(site_root):
+    (site_root / "snippets/norm_speed.py").write_text("# changed\n", encoding="utf-8")
+    out = gpu_results.fill_markdown(MARKER, "en", root=site_root)
+    assert "**The code has changed since these figures were measured**" in out
+    assert "| compiled RMSNorm |" in out  # the figures are still shown, marked
+    zh = gpu_results.fill_markdown(MARKER, "zh", root=site_root)
+    assert "代码已经改动" in zh
+
+
+def test_the_code_hash_covers_every_measured_file_even_an_absent_one(tmp_path):
+    empty = gpu_results.code_hash(tmp_path)
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets/fused_add_rms_norm.py").write_text("x = 1\n")
+    added = gpu_results.code_hash(tmp_path)
+    assert added != empty
+    (tmp_path / "snippets/fused_add_rms_norm.py").write_text("x = 2\n")
+    assert gpu_results.code_hash(tmp_path) not in {empty, added}
+    assert gpu_results.code_hash(ROOT) == gpu_results.code_hash(ROOT)
+    assert set(gpu_results.CODE_FILES) >= {"scripts/bench_gpu.py", "snippets/norm_speed.py"}
+
+
+def test_a_notebook_paragraph_becomes_an_html_table(site_root, tmp_path_factory):
+    html = "<h2>On a GPU</h2>\n<p>[[gpu-results:norm_speed]]</p>\n<p>more</p>"
+    out = gpu_results.fill_html(html, "en", root=site_root)
+    assert "<table>" in out and "<strong>Test GPU</strong>" in out and "<p>more</p>" in out
+    absent = gpu_results.fill_html(html, "en", root=tmp_path_factory.mktemp("empty"))
+    assert "No GPU figures have been recorded yet" in absent and "<table>" not in absent
+    with pytest.raises(gpu_results.ResultsError, match="a paragraph of its own"):
+        gpu_results.fill_html("<p>see [[gpu-results:norm_speed]] here</p>", "en", root=site_root)
+
+
+def test_a_page_without_the_marker_is_untouched(tmp_path):
+    text = "<p>[[measured:norm_speed:verdict]]</p>"
+    assert gpu_results.fill_html(text, "en", root=tmp_path) == text
+    assert gpu_results.fill_markdown(text, "en", root=tmp_path) == text
+
+
+def test_bad_results_files_and_sections_are_clear_errors(site_root):
+    path = site_root / gpu_results.RESULTS_FILE
+    data = json.loads(path.read_text())
+    with pytest.raises(gpu_results.ResultsError, match="unknown section 'speed'"):
+        gpu_results.fill_markdown("[[gpu-results:speed]]", "en", root=site_root)
+    for broken, message in [
+        ("{not json", "not JSON"),
+        (json.dumps(data | {"schema": 99}), "expected schema 1, got 99"),
+        (json.dumps({k: v for k, v in data.items() if k != "code_hash"}), "missing.*code_hash"),
+        (json.dumps(data | {"rows": [{"norm": "rms_norm"}]}), "row 0 lacks"),
+        (
+            json.dumps(data | {"rows": [data["rows"][0] | {"samples": [0.1, -1.0]}]}),
+            "row 0 samples must be positive seconds",
+        ),
+    ]:
+        path.write_text(broken)
+        with pytest.raises(gpu_results.ResultsError, match=message):
+            gpu_results.fill_markdown(MARKER, "en", root=site_root)
+
+
+def test_the_page_figures_are_the_snippets(measured):
+    """The hook's spread and verdict, written without torch, agree with norm_speed's."""
+    rows, _ = measured
+    for row in rows:
+        assert gpu_results.pct_of_copy(row) == pytest.approx(tuple(norm_speed.pct_of_copy(row)))
+        assert gpu_results.quartiles(row["samples"]) == pytest.approx(
+            tuple(norm_speed.quartiles(row["samples"]))
+        )
+    for col in {(r["dtype"], r["rows"], r["hidden"], r["passes"], r["norm"]) for r in rows}:
+        group = [
+            r for r in rows if (r["dtype"], r["rows"], r["hidden"], r["passes"], r["norm"]) == col
+        ]
+        best = min(group, key=lambda r: r["seconds"])
+        want = {
+            r["impl"]
+            for r in group
+            if norm_speed.compare(r["samples"], best["samples"]) != norm_speed.SLOWER
+        }
+        assert gpu_results.fastest_group(group) == want
+
+
+def test_bench_gpu_without_cuda_writes_nothing_and_fails(tmp_path, monkeypatch, capsys):
+    module = bench_gpu()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = tmp_path / "results.json"
+    assert module.main(["--output", str(out)]) == 2
+    assert not out.exists()
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_the_results_file_holds_provenance_and_every_sample(site_root, measured):
+    data = gpu_results.read(site_root / gpu_results.RESULTS_FILE)
+    assert data["schema"] == gpu_results.SCHEMA
+    assert data["code_hash"] == gpu_results.code_hash(site_root)
+    assert re.fullmatch(r"[0-9a-f]{40}|unknown", data["commit"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", data["date"])
+    assert {"gpu", "driver", "cuda", "torch", "triton"} <= set(data["machine"])
+    rows, _ = measured
+    assert [r["samples"] for r in data["rows"]] == [r["samples"] for r in rows]
+    assert all(len(r["copy_samples"]) == 3 for r in data["rows"])
+
+
+def test_no_results_file_with_figures_is_typed_into_the_repository():
+    """Figures come from a run of bench_gpu on a GPU, which records the GPU it ran on."""
+    path = ROOT / gpu_results.RESULTS_FILE
+    if path.exists():
+        data = gpu_results.read(path)
+        assert data["machine"]["gpu"] and data["machine"]["driver"]
+        assert all(r["timer"] == "cuda events" for r in data["rows"])
+
+
+def test_make_bench_gpu_runs_the_script_and_ci_publishes_its_file():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "make bench-gpu" in makefile.split("\n\n", 1)[0]  # the header names it
+    recipe = makefile.split("\nbench-gpu:", 1)[1].split("\n\n", 1)[0]
+    assert "scripts/bench_gpu.py" in recipe
+    ci = yaml.safe_load((ROOT / ".github/workflows/ci.yml").read_text(encoding="utf-8"))
+    gpu_steps = ci["jobs"]["test-gpu"]["steps"]
+    assert any(s.get("run") == "make bench-gpu" for s in gpu_steps)
+    (upload,) = [s for s in gpu_steps if s.get("uses", "").startswith("actions/upload-artifact")]
+    assert upload["with"]["path"] == gpu_results.RESULTS_FILE
+    build = ci["jobs"]["build"]["steps"]
+    (download,) = [s for s in build if s.get("uses", "").startswith("actions/download-artifact")]
+    assert download["with"]["name"] == upload["with"]["name"]
+    assert download["with"]["path"] == str(gpu_results.RESULTS_FILE).rsplit("/", 1)[0]
+    names = [s.get("uses", s.get("run", "")) for s in build]
+    assert names.index(download["uses"]) < next(i for i, n in enumerate(names) if "make build" in n)
+
+
+def test_the_adapter_fills_both_kinds_of_page(monkeypatch, tmp_path):
+    import gpu_results as adapter  # hooks/gpu_results.py
+
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="experiments/norm_speed.py"))
+    config = SimpleNamespace(theme={"language": "zh"})
+    monkeypatch.setattr(gpu_results, "ROOT", tmp_path)
+    monkeypatch.setattr(gpu_results.fill_markdown, "__defaults__", (tmp_path,))
+    monkeypatch.setattr(gpu_results.fill_html, "__defaults__", (tmp_path,))
+    md = adapter.on_page_markdown(MARKER, page, config, None)
+    assert "还没有记录" in md
+    html = adapter.on_page_content("<p>[[gpu-results:norm_speed]]</p>", page, config, None)
+    assert "还没有记录" in html
+    with pytest.raises(PluginError, match=r"experiments/norm_speed\.py: unknown section"):
+        adapter.on_page_markdown("[[gpu-results:nope]]", page, config, None)
+
+
+def test_the_measured_size_list_fills_a_large_gpu():
+    module = bench_gpu()
+    assert (32768, 4096) in module.SIZES and (16384, 8192) in module.SIZES
+    assert module.DTYPES == (torch.float32, torch.bfloat16)
+    # the fused operation's ideal traffic: x, residual in, y, h out (+ the weight)
+    assert module.fused_bytes(2, 3, 2, "forward") == 4 * 12 + 6
+    assert module.fused_bytes(2, 3, 2, "forward+backward") == (4 * 12 + 6 + 8) + (4 * 12 + 8 + 12)
+
+
+def test_a_launch_bound_figure_is_marked(site_root):
+    path = site_root / gpu_results.RESULTS_FILE
+    data = json.loads(path.read_text())
+    plain = gpu_results.fill_markdown(MARKER, "en", root=site_root)
+    assert "†" not in plain  # the wall clock (the fixture's CPU run) records no launch time
+    row = data["rows"][0]
+    slow = row | {"host_samples": [t * 0.9 for t in row["samples"]]}  # host ~ GPU time
+    fast = data["rows"][1] | {"host_samples": [t * 0.1 for t in data["rows"][1]["samples"]]}
+    path.write_text(json.dumps(data | {"rows": [slow, fast, *data["rows"][2:]]}))
+    out = gpu_results.fill_markdown(MARKER, "en", root=site_root)
+    assert out.count(" †") == 1 and "†: the host took at least 80% as long" in out
+    assert gpu_results.launch_bound(slow) and not gpu_results.launch_bound(fast)
+
+
+def test_the_old_way_is_shown_apart(site_root):
+    out = gpu_results.fill_markdown("[[gpu-results:old_method]]", "en", root=site_root)
+    assert "Timed as this page times the CPU: `torch.compile(dynamic=True)`" in out
+    assert "| Forward | float32 4×8 |" in out and "| compiled RMSNorm |" in out
+    assert "| F.rms_norm |" not in out  # only the compiled modules and nn.*
+    data = gpu_results.read(site_root / gpu_results.RESULTS_FILE)
+    assert all(r["compile"]["reused"] for r in data["old_method_rows"] if r["compile"])
+    zh = gpu_results.fill_markdown("[[gpu-results:old_method]]", "zh", root=site_root)
+    assert "按本页在 CPU 上计时的方式测得" in zh
+
+
+@pytest.mark.build
+def test_a_built_page_in_both_languages_says_what_the_repository_holds(tmp_path):
+    page = "# GPU\n\n[[gpu-results:norm_speed]]\n"
+    config = bilingual_site(
+        tmp_path, {"index.md": page, "index.zh.md": page}, hooks=["gpu_results.py"]
+    )
+    proc = mkdocs_build(tmp_path / "site", config)
+    assert proc.returncode == 0, proc.stderr
+    en = (tmp_path / "site/index.html").read_text(encoding="utf-8")
+    zh = (tmp_path / "site/zh/index.html").read_text(encoding="utf-8")
+    if (ROOT / gpu_results.RESULTS_FILE).exists():
+        assert "Measured on" in en and "测量于" in zh
+    else:
+        assert "No GPU figures have been recorded yet" in en and "还没有记录" in zh
+    assert "[[gpu-results" not in en + zh
+
+
+def test_the_chart_draws_every_figure_under_the_copy_roof(site_root, measured):
+    out = gpu_results.fill_markdown(MARKER, "en", root=site_root)
+    svgs = re.findall(r"<svg\b.*?</svg>", out, re.S)
+    assert len(svgs) == 2  # one per pass
+    rows, _ = measured
+    for svg, p in zip(svgs, gpu_results.PASSES, strict=True):
+        assert 'role="img"' in svg and "<title id=" in svg
+        assert f"Bar chart, {p}: for each dtype and size" in svg  # its alt text
+        assert svg.count("<rect ") == sum(r["passes"] == p for r in rows)
+        assert 'class="roof"' in svg and "copy bandwidth = 100 %" in svg
+    html = gpu_results.fill_html("<p>[[gpu-results:norm_speed]]</p>", "zh", root=site_root)
+    assert html.count("<svg") == 2 and "条形图，前向：" in html
+    assert "<svg" not in gpu_results.fill_markdown(MARKER, "en", root=site_root / "nothing")
