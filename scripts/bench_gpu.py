@@ -4,8 +4,8 @@
 
 Runs snippets/norm_speed.py's GPU path (gpu_benchmark: a fresh torch.compile(dynamic=False)
 per size, inputs rotated past the L2, CUDA events) on LayerNorm and RMSNorm, fp32 and
-bf16, at the size of a real LLM layer's activations; and, where snippets/fused_add_rms_norm.py
-exists, the handbook's fused residual add + RMSNorm kernel against the same add and
+bf16, at the size of a real LLM layer's activations; and the handbook's fused residual
+add + RMSNorm kernel (snippets/fused_add_rms_norm.py) against the same add and
 nn.RMSNorm run eagerly and compiled. Writes docs/experiments/results/gpu_norm_speed.json
 (resnorm_site/gpu_results.py reads it at build time): the GPU, driver, CUDA, torch and
 Triton versions, the commit, the hash of the measured code, the date, every sample.
@@ -18,11 +18,8 @@ import argparse
 import datetime
 import importlib.metadata
 import json
-import math
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,8 +50,9 @@ def norm_variants(norm, hidden, dtype):
     )  # fmt: skip
 
 
-def fused_bytes(rows: int, hidden: int, itemsize: int, passes: str) -> int:
-    """The fewest bytes of (x, residual) -> (y, h = x + residual), y = RMSNorm(h) * weight.
+def fused_bytes(norm: str, rows: int, hidden: int, *, itemsize: int, passes: str) -> int:
+    """The fewest bytes of (x, residual) -> (y, h = x + residual), y = RMSNorm(h) * weight
+    (norm: FUSED; the signature of norm_speed.bytes_moved, which time_rows calls).
 
     forward reads x, the residual and the weight, writes h and y; for training it also
     writes rstd (fp32, one per row). backward reads dy, dh (the residual stream's own
@@ -86,7 +84,8 @@ def fused_calls(fn, x, r, w, dy, dh, passes):
 
 def fused_benchmark(sizes, dtypes, repeats, l2_bytes, min_sample_s=2e-3, max_number=100):
     """The fused kernel, eager add + nn.RMSNorm and their torch.compile, as gpu_benchmark
-    times the norms: fresh compile per size, rotated inputs, CUDA events."""
+    times the norms: fresh compile per size, rotated inputs, CUDA events (norm_speed's
+    warm_up and time_rows)."""
     from snippets.fused_add_rms_norm import fused_add_rms_norm
 
     table, failures = [], []
@@ -110,66 +109,28 @@ def fused_benchmark(sizes, dtypes, repeats, l2_bytes, min_sample_s=2e-3, max_num
             "nn": eager,
             "compiled": torch.compile(eager, **ns.GPU_COMPILE),
         }
-        dsts = [torch.empty_like(s[0]) for s in sets]
-        copies = [lambda s=s, d=d: d.copy_(s[0]) for s, d in zip(sets, dsts, strict=True)]
-        calls, first, compiled = {"copy": ns.cycling(copies)}, {}, {}
+        calls, first, compiled = {}, {}, {}
         for impl, fn in impls.items():
             before = ns.compile_counts()
             for p in ns.PASSES:
                 call = ns.cycling(fused_calls(fn, *s[:2], w, *s[2:], p) for s in sets)
-                start = time.perf_counter()
                 try:
-                    for _ in range(k + 1):
-                        call()
-                    torch.cuda.synchronize()
+                    first[(FUSED, impl, p)] = ns.warm_up(call, k, "cuda")
                 except Exception as err:  # report it, race the rest
                     failures.append(
                         {"norm": FUSED, "impl": impl, "dtype": str(dtype).removeprefix("torch.")}
-                        | {"rows": rows, "hidden": hidden}
-                        | {"error": f"{type(err).__name__}: {err}".splitlines()[0]}
+                        | {"rows": rows, "hidden": hidden, "error": ns.failure(err)}
                     )
                     break
-                first[(impl, p)] = time.perf_counter() - start
-                calls[(impl, p)] = call
+                calls[(FUSED, impl, p)] = call
             if impl == "compiled":
                 warm = ns.compile_counts()
-                compiled = ns.GPU_COMPILE | {key: warm[key] - before[key] for key in warm}
-        calls["copy"]()
-        warm = ns.compile_counts()
-        one_copy_s = statistics.median(ns.event_times({"copy": calls["copy"]}, repeats=3)["copy"])
-        n = min(max_number, max(1, math.ceil(min_sample_s / one_copy_s)))
-        host = {}
-        samples = ns.event_times(calls, repeats=repeats, number=n, host=host)
-        timed_graphs = ns.compile_counts()["graphs"] - warm["graphs"]
-        copy_bytes = ns.copy_bytes_of(base[0])
-        for (impl, p), first_s in first.items():
-            moved = fused_bytes(rows, hidden, base[0].element_size(), p)
-            seconds = statistics.median(samples[(impl, p)])
-            table.append(
-                {
-                    "norm": FUSED,
-                    "impl": impl,
-                    "rows": rows,
-                    "hidden": hidden,
-                    "dtype": str(dtype).removeprefix("torch."),
-                    "passes": p,
-                    "number": n,
-                    "samples": samples[(impl, p)],
-                    "seconds": seconds,
-                    "bytes": moved,
-                    "copy_bytes": copy_bytes,
-                    "copy_samples": samples["copy"],
-                    "pct_of_copy": 100 * moved / seconds / (copy_bytes / statistics.median(
-                        samples["copy"])),
-                    "first_call_s": first_s,
-                    "rotate": k,
-                    "timer": "cuda events",
-                    "host_samples": host.get((impl, p)),
-                    "compile": compiled | {"timed_graphs": timed_graphs}
-                    if impl == "compiled" else None,
-                }
-            )  # fmt: skip
-        del sets, dsts, calls, copies, base
+                compiled[(FUSED, impl)] = {key: warm[key] - before[key] for key in warm}
+        table += ns.time_rows(
+            calls, first, compiled, [s[0] for s in sets], fused_bytes, device="cuda",
+            repeats=repeats, min_sample_s=min_sample_s, max_number=max_number,
+        )  # fmt: skip
+        del sets, calls, base
     return table, failures
 
 
@@ -266,9 +227,7 @@ def main(argv=None) -> int:
     gpu = machine()
     print(f"measuring on {gpu['gpu']} (L2 {gpu['l2_bytes'] / 2**20:.0f} MiB)", flush=True)
     rows, failures = ns.gpu_benchmark(SIZES, norm_variants, dtypes=DTYPES, repeats=args.repeats)
-    fused_rows, fused_failures = [], []
-    if (ROOT / "snippets" / f"{FUSED}.py").exists():
-        fused_rows, fused_failures = fused_benchmark(SIZES, DTYPES, args.repeats, gpu["l2_bytes"])
+    fused_rows, fused_failures = fused_benchmark(SIZES, DTYPES, args.repeats, gpu["l2_bytes"])
     old_rows, _ = old_method(args.repeats)
     settings = {
         "sizes": SIZES,

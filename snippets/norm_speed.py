@@ -833,13 +833,6 @@ def gpu_benchmark(
             raise TypeError(f"dtypes must hold floating-point torch.dtypes, got {dtype!r}")
     if l2_bytes is None:
         l2_bytes = l2_cache_bytes(device)  # off CUDA: an error asking for l2_bytes
-    cuda = device.type == "cuda"
-
-    def times(calls, host=None, **kw):
-        if cuda:
-            return event_times(calls, host=host, **kw)
-        return interleaved_times(calls, device=device, **kw)
-
     table, failures = [], {}
     for dtype, (rows, hidden) in ((d, s) for d in dtypes for s in sizes):
         torch._dynamo.reset()
@@ -847,75 +840,119 @@ def gpu_benchmark(
         x0 = (torch.randn(rows, hidden, generator=gen) * 2 + 0.5).to(device, dtype)  # (R, H)
         k = min(max_copies, rotation(x0.numel() * x0.element_size(), l2_bytes))
         xs = [x0] + [x0.roll(i, dims=0) for i in range(1, k)]  # k copies, each its own memory
-        grads, dsts = [torch.cos(x) for x in xs], [torch.empty_like(x0) for _ in xs]
-        copies = [lambda s=s, d=d: d.copy_(s) for s, d in zip(xs, dsts, strict=True)]
-        calls, first, compiled = {"copy": cycling(copies)}, {}, {}
+        grads = [torch.cos(x) for x in xs]
+        calls, first, compiled = {}, {}, {}
         for norm in NORMS:
             impls = variants(norm, hidden, dtype)
             params = list(impls["nn"].parameters())
             for impl, fn in impls.items():
                 before = compile_counts()
                 for p in passes:
-                    if (norm, impl, dtype, rows, hidden) in failures:
-                        break
                     call = cycling(
                         norm_call(fn, x, params, passes=p, grad_y=g)
                         for x, g in zip(xs, grads, strict=True)
                     )
-                    start = time.perf_counter()
                     try:
-                        for _ in range(k + 1):  # compiles and autotunes; every copy once
-                            call()
-                        synchronize(device)
+                        first[(norm, impl, p)] = warm_up(call, k, device)
                     except Exception as err:  # e.g. out of memory: report it, race the rest
-                        why = f"{type(err).__name__}: {err}".splitlines()[0]
-                        failures[(norm, impl, dtype, rows, hidden)] = why
-                        continue
-                    first[(norm, impl, p)] = time.perf_counter() - start
+                        failures[(norm, impl, dtype, rows, hidden)] = failure(err)
+                        break
                     calls[(norm, impl, p)] = call
                 if isinstance(fn, torch._dynamo.eval_frame.OptimizedModule):
                     warm = compile_counts()
-                    compiled[(norm, impl)] = GPU_COMPILE | {
-                        key: warm[key] - before[key] for key in warm
-                    }
-        calls["copy"]()
-        warm = compile_counts()
-        one_copy_s = statistics.median(times({"copy": calls["copy"]}, repeats=3)["copy"])
-        n = min(max_number, max(1, math.ceil(min_sample_s / one_copy_s)))
-        host = {}  # on CUDA: the host's seconds per call, to tell launch-bound samples
-        samples = times(calls, host=host, repeats=repeats, number=n, seed=seed)
-        timed_graphs = compile_counts()["graphs"] - warm["graphs"]
-        copy_s = statistics.median(samples["copy"])
-        for (norm, impl, p), first_s in first.items():
-            if (norm, impl, dtype, rows, hidden) in failures:  # failed on a later pass
-                continue
-            seconds = statistics.median(samples[(norm, impl, p)])
-            moved = bytes_moved(norm, rows, hidden, itemsize=x0.element_size(), passes=p)
-            info = compiled.get((norm, impl))
-            table.append(
-                {
-                    "norm": norm,
-                    "impl": impl,
-                    "rows": rows,
-                    "hidden": hidden,
-                    "dtype": str(dtype).removeprefix("torch."),
-                    "passes": p,
-                    "number": n,
-                    "samples": samples[(norm, impl, p)],
-                    "seconds": seconds,
-                    "bytes": moved,
-                    "copy_bytes": copy_bytes_of(x0),
-                    "copy_samples": samples["copy"],
-                    "pct_of_copy": 100 * moved / seconds / (copy_bytes_of(x0) / copy_s),
-                    "first_call_s": first_s,
-                    "rotate": k,
-                    "timer": "cuda events" if cuda else "wall clock",
-                    "host_samples": host.get((norm, impl, p)) if cuda else None,
-                    "compile": None if info is None else info | {"timed_graphs": timed_graphs},
-                }
-            )
-        del xs, grads, dsts, calls, copies, call, x0  # before the next size allocates
+                    compiled[(norm, impl)] = {key: warm[key] - before[key] for key in warm}
+        # a pass failed here: none of that variant's passes is shown
+        first = {
+            key: s for key, s in first.items() if (*key[:2], dtype, rows, hidden) not in failures
+        }
+        table += time_rows(
+            calls, first, compiled, xs, bytes_moved, device=device, repeats=repeats,
+            min_sample_s=min_sample_s, max_number=max_number, seed=seed,
+        )  # fmt: skip
+        del xs, grads, calls, call, x0  # before the next size allocates
     return table, failures
+
+
+def failure(err: Exception) -> str:
+    """An error in one line, as a failures entry reports it."""
+    return f"{type(err).__name__}: {err}".splitlines()[0]
+
+
+def warm_up(call, k: int, device) -> float:
+    """Seconds for k + 1 calls, every rotated copy once: the first compiles and autotunes."""
+    start = time.perf_counter()
+    for _ in range(k + 1):
+        call()
+    synchronize(device)
+    return time.perf_counter() - start
+
+
+def time_rows(
+    calls, first, compiled, sources, bytes_of, *, device="cuda", repeats=15,
+    min_sample_s=2e-3, max_number=100, seed=0,
+):  # fmt: skip
+    """Time warmed-up calls against a copy of the same tensors, interleaved; a row each.
+
+    calls: {(norm, impl, passes): no-argument callable, cycling through rotated inputs};
+    first: {(norm, impl, passes): warm-up seconds}, the calls to report; compiled:
+    {(norm, impl): graphs and recompiles built while warming up}; sources: the rotated
+    copies of x, which the copy cycles through too; bytes_of(norm, rows, hidden, *,
+    itemsize, passes): the bytes a call must move, as bytes_moved gives them. On CUDA each
+    sample is timed with CUDA events (event_times), elsewhere with the wall clock
+    (interleaved_times); a sample is enough calls (at most max_number) to
+    last about min_sample_s if a call took as long as a copy of x.
+    """
+    device = torch.device(device)
+    cuda = device.type == "cuda"
+
+    def times(calls, host=None, **kw):
+        if cuda:
+            return event_times(calls, host=host, **kw)
+        return interleaved_times(calls, device=device, **kw)
+
+    x0 = sources[0]
+    rows, hidden = x0.shape
+    dsts = [torch.empty_like(x0) for _ in sources]
+    copies = [lambda s=s, d=d: d.copy_(s) for s, d in zip(sources, dsts, strict=True)]
+    calls = {"copy": cycling(copies), **calls}
+    calls["copy"]()
+    warm = compile_counts()
+    one_copy_s = statistics.median(times({"copy": calls["copy"]}, repeats=3)["copy"])
+    n = min(max_number, max(1, math.ceil(min_sample_s / one_copy_s)))
+    host = {}  # on CUDA: the host's seconds per call, to tell launch-bound samples
+    samples = times(calls, host=host, repeats=repeats, number=n, seed=seed)
+    timed_graphs = compile_counts()["graphs"] - warm["graphs"]
+    copy_s, copy_bytes = statistics.median(samples["copy"]), copy_bytes_of(x0)
+    table = []
+    for (norm, impl, p), first_s in first.items():
+        seconds = statistics.median(samples[(norm, impl, p)])
+        moved = bytes_of(norm, rows, hidden, itemsize=x0.element_size(), passes=p)
+        info = compiled.get((norm, impl))
+        table.append(
+            {
+                "norm": norm,
+                "impl": impl,
+                "rows": rows,
+                "hidden": hidden,
+                "dtype": str(x0.dtype).removeprefix("torch."),
+                "passes": p,
+                "number": n,
+                "samples": samples[(norm, impl, p)],
+                "seconds": seconds,
+                "bytes": moved,
+                "copy_bytes": copy_bytes,
+                "copy_samples": samples["copy"],
+                "pct_of_copy": 100 * moved / seconds / (copy_bytes / copy_s),
+                "first_call_s": first_s,
+                "rotate": len(sources),
+                "timer": "cuda events" if cuda else "wall clock",
+                "host_samples": host.get((norm, impl, p)) if cuda else None,
+                "compile": None
+                if info is None
+                else GPU_COMPILE | info | {"timed_graphs": timed_graphs},
+            }
+        )
+    return table
 
 
 def copy_bytes_of(x: torch.Tensor) -> int:

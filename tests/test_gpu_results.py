@@ -270,8 +270,11 @@ def test_the_measured_size_list_fills_a_large_gpu():
     assert (32768, 4096) in module.SIZES and (16384, 8192) in module.SIZES
     assert module.DTYPES == (torch.float32, torch.bfloat16)
     # the fused operation's ideal traffic: x, residual in, y, h out (+ the weight)
-    assert module.fused_bytes(2, 3, 2, "forward") == 4 * 12 + 6
-    assert module.fused_bytes(2, 3, 2, "forward+backward") == (4 * 12 + 6 + 8) + (4 * 12 + 8 + 12)
+    fused = module.FUSED  # the signature of norm_speed.bytes_moved, which time_rows calls
+    assert module.fused_bytes(fused, 2, 3, itemsize=2, passes="forward") == 4 * 12 + 6
+    assert module.fused_bytes(fused, 2, 3, itemsize=2, passes="forward+backward") == (
+        (4 * 12 + 6 + 8) + (4 * 12 + 8 + 12)
+    )
 
 
 def test_a_launch_bound_figure_is_marked(site_root):
