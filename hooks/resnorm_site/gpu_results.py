@@ -18,6 +18,7 @@ pct_of_copy; tests check the two agree). A verdict is only drawn beyond that spr
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import math
 import re
@@ -27,8 +28,8 @@ from resnorm_site.paths import ROOT
 
 SCHEMA = 1
 RESULTS_FILE = "docs/experiments/results/gpu_norm_speed.json"
-# What the figures depend on: a change to any of these makes them stale. A file that does
-# not exist yet (the kernel, before it is written) is hashed as absent.
+# What the figures depend on: a change to any of these makes them stale. A file missing
+# from the tree being hashed is hashed as absent.
 CODE_FILES = (
     "scripts/bench_gpu.py",
     "snippets/norm_speed.py",
@@ -337,7 +338,7 @@ def chart(rows, norms, lang: str, passes: str, chart_id: str) -> str:
         y += 16
         for r in (r for r in rows if _column(r) == c):
             m, low, high = spans[id(r)]
-            name = html_escape(words["impl"].get((r["norm"], r["impl"]), r["impl"]))
+            name = html.escape(words["impl"].get((r["norm"], r["impl"]), r["impl"]))
             out.append(f'<text x="8" y="{y + 10}">{name}</text>')
             out.append(f'<rect x="{left}" y="{y}" width="{x(m) - left:.1f}" height="{bar}"/>')
             out.append(f'<line x1="{x(low):.1f}" x2="{x(high):.1f}" y1="{y + 6}" y2="{y + 6}"/>')
@@ -352,17 +353,11 @@ def chart(rows, norms, lang: str, passes: str, chart_id: str) -> str:
     return (
         f'<svg class="rn-gpu-chart" role="img" aria-labelledby="{chart_id}" '
         f'viewBox="0 0 {left + width + 20} {y + 20}" font-size="12">'
-        f'<title id="{chart_id}">{html_escape(title)}</title>'
-        "<style>rect{fill:#4a78b5}line{stroke:#222}.roof{stroke-dasharray:4 3}</style>"
-        + "".join(out)
-        + roof
-        + label
-        + "</svg>"
+        f'<title id="{chart_id}">{html.escape(title)}</title>'
+        # the page's text colour, so that dark mode keeps lines and labels readable
+        "<style>rect{fill:#4a78b5}line{stroke:currentColor}text{fill:currentColor}"
+        ".roof{stroke-dasharray:4 3}</style>" + "".join(out) + roof + label + "</svg>"
     )
-
-
-def html_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def render(section: str, data: dict | None, current_hash: str, lang: str) -> str:
