@@ -1087,6 +1087,28 @@ class _Stub(nn.Module):
         return (y, None) if self.returns_tuple else y  # HF's attention returns (out, weights)
 
 
+class _KeywordStub(_Stub):
+    """_Stub for a layer that passes its input by name, self_attn(hidden_states=h), as
+    KimiK3DecoderLayer and MiniMaxDecoderLayer do."""
+
+    def forward(self, x=None, hidden_states=None, **kwargs):
+        return super().forward(x if hidden_states is None else hidden_states)
+
+
+def _share_sublayers(layer: nn.Module, block: Block, i: int, attn_stub=_Stub, dtype=None) -> None:
+    """HF's decoder layer i and the handbook's block get the same stand-ins for attention and
+    MLP (random Linear cores), and the block's two pre-sublayer norms the layer's weights
+    (input_layernorm, post_attention_layernorm): only the wiring around them differs."""
+    attn_core, mlp_core = nn.Linear(D, D, dtype=dtype), nn.Linear(D, D, dtype=dtype)
+    _randomize(attn_core, seed=10 + i)
+    _randomize(mlp_core, seed=20 + i)
+    layer.self_attn, layer.mlp = attn_stub(attn_core, returns_tuple=True), _Stub(mlp_core)
+    block.attn.sublayer, block.mlp.sublayer = _Stub(attn_core), _Stub(mlp_core)
+    with torch.no_grad():
+        block.attn.norm_in.weight.copy_(layer.input_layernorm.weight)
+        block.mlp.norm_in.weight.copy_(layer.post_attention_layernorm.weight)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_mhc_stack_equals_deepseek_v4_decoder_layers(dtype):
     """Stack(residual="mhc") against two DeepseekV4DecoderLayers (their sublayers stubbed,
@@ -1103,14 +1125,7 @@ def test_mhc_stack_equals_deepseek_v4_decoder_layers(dtype):
     ours = ours.to(dtype).eval()
     with torch.no_grad():
         for i, layer in enumerate(layers):
-            attn_core, mlp_core = nn.Linear(D, D).to(dtype), nn.Linear(D, D).to(dtype)
-            _randomize(attn_core, seed=10 + i)
-            _randomize(mlp_core, seed=20 + i)
-            layer.self_attn, layer.mlp = _Stub(attn_core, returns_tuple=True), _Stub(mlp_core)
-            block = ours.layers[i]
-            block.attn.sublayer, block.mlp.sublayer = _Stub(attn_core), _Stub(mlp_core)
-            block.attn.norm_in.weight.copy_(layer.input_layernorm.weight)
-            block.mlp.norm_in.weight.copy_(layer.post_attention_layernorm.weight)
+            _share_sublayers(layer, ours.layers[i], i, dtype=dtype)
             _copy_mhc(ours.connections[2 * i], layer.attn_hc)
             _copy_mhc(ours.connections[2 * i + 1], layer.ffn_hc)
         _copy_mhc(ours.head, head)
@@ -1524,13 +1539,6 @@ def test_depth_attention_computes_in_float32_at_least():
     assert torch.equal(depth(sources), exact.to(torch.bfloat16))
 
 
-class _KeywordStub(_Stub):
-    """_Stub called as KimiK3DecoderLayer calls its attention: self_attn(hidden_states=...)."""
-
-    def forward(self, hidden_states, **kwargs):
-        return super().forward(hidden_states)
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("attn_res_block_size", [1, 2, 3])
 def test_attnres_stack_equals_kimi_k3_decoder_layers(attn_res_block_size, dtype):
@@ -1562,15 +1570,7 @@ def test_attnres_stack_equals_kimi_k3_decoder_layers(attn_res_block_size, dtype)
     )  # fmt: skip
     with torch.no_grad():
         for i, layer in enumerate(layers):
-            attn_core, mlp_core = nn.Linear(D, D), nn.Linear(D, D)
-            _randomize(attn_core, seed=10 + i)
-            _randomize(mlp_core, seed=20 + i)
-            layer.self_attn = _KeywordStub(attn_core, returns_tuple=True)
-            layer.mlp = _Stub(mlp_core)
-            block = ours.layers[i]
-            block.attn.sublayer, block.mlp.sublayer = _Stub(attn_core), _Stub(mlp_core)
-            block.attn.norm_in.weight.copy_(layer.input_layernorm.weight)
-            block.mlp.norm_in.weight.copy_(layer.post_attention_layernorm.weight)
+            _share_sublayers(layer, ours.layers[i], i, attn_stub=_KeywordStub)
             _copy_k3_residual(ours.connections[2 * i], layer.pre_attn_residual)
             _copy_k3_residual(ours.connections[2 * i + 1], layer.post_attn_residual)
         _copy_k3_residual(ours.connections[-1], final_residual)
@@ -2894,13 +2894,6 @@ def _minimax_config(layer_types, alpha, beta, **extra):
     return transformers.MiniMaxConfig(
         **kwargs, layer_types=layer_types, num_local_experts=2, block_size=8, **factors
     )
-
-
-class _KeywordStub(_Stub):
-    """_Stub for a layer that passes its input by name (MiniMax: self_attn(hidden_states=h))."""
-
-    def forward(self, x=None, hidden_states=None, **kwargs):
-        return super().forward(x if hidden_states is None else hidden_states)
 
 
 # MiniMax-M1's released config (MiniMax-AI/MiniMax-M1 at 2abb4f4, config.json): postnorm true,
