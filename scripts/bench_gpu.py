@@ -20,6 +20,7 @@ import importlib.metadata
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,11 +187,16 @@ def machine() -> dict:
 
 
 def document(
-    rows, failures, fused_rows, fused_failures, gpu, settings, root=ROOT, old_rows=()
-) -> dict:
-    """The results file's content: where, when and on what code, then every sample."""
-    commit = _run("git", "rev-parse", "HEAD")
-    dirty = _run("git", "status", "--porcelain", "--", *CODE_FILES)
+    rows, failures, fused_rows, fused_failures, gpu, settings, root=ROOT, old_rows=(),
+    commit=None,
+) -> dict:  # fmt: skip
+    """The results file's content: where, when and on what code, then every sample.
+    commit: the commit measured, for a copy of the tree without its .git (the code hash
+    still says whether the measured code is the code of the page)."""
+    dirty = None
+    if commit is None:
+        commit = _run("git", "rev-parse", "HEAD")
+        dirty = _run("git", "status", "--porcelain", "--", *CODE_FILES)
     return {
         "schema": SCHEMA,
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -216,6 +222,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=ROOT / RESULTS_FILE)
     parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument(
+        "--commit", help="the commit measured, where the tree is a copy without .git"
+    )
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print(
@@ -226,9 +235,25 @@ def main(argv=None) -> int:
         return 2
     gpu = machine()
     print(f"measuring on {gpu['gpu']} (L2 {gpu['l2_bytes'] / 2**20:.0f} MiB)", flush=True)
+    start = time.perf_counter()
+
+    def done(stage, table, how=""):
+        print(f"{stage}: {time.perf_counter() - start:.0f} s", flush=True)
+        for r in table:
+            print(
+                f"{how}{r['dtype']:9} {r['rows']:>6}x{r['hidden']:<5} {r['norm']:18} "
+                f"{r['impl']:9} {r['passes']:16} {r['pct_of_copy']:5.0f}% of copy",
+                flush=True,
+            )
+
     rows, failures = ns.gpu_benchmark(SIZES, norm_variants, dtypes=DTYPES, repeats=args.repeats)
+    done("norms", rows)
     fused_rows, fused_failures = fused_benchmark(SIZES, DTYPES, args.repeats, gpu["l2_bytes"])
+    done("fused add + RMSNorm", fused_rows)
     old_rows, _ = old_method(args.repeats)
+    done("the old way", old_rows, "old way: ")
+    for failure in [*failures.items(), *fused_failures]:
+        print("failed:", failure, flush=True)
     settings = {
         "sizes": SIZES,
         "dtypes": [str(d).removeprefix("torch.") for d in DTYPES],
@@ -237,15 +262,18 @@ def main(argv=None) -> int:
         "compile": ns.GPU_COMPILE,
         "l2_rotation": ns.L2_ROTATION,
     }
-    doc = document(rows, failures, fused_rows, fused_failures, gpu, settings, old_rows=old_rows)
+    doc = document(
+        rows,
+        failures,
+        fused_rows,
+        fused_failures,
+        gpu,
+        settings,
+        old_rows=old_rows,
+        commit=args.commit,
+    )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    for r in rows + fused_rows + old_rows:
-        how = "old way: " if r in old_rows else ""
-        print(
-            f"{how}{r['dtype']:9} {r['rows']:>6}x{r['hidden']:<5} {r['norm']:18} {r['impl']:9} "
-            f"{r['passes']:16} {r['pct_of_copy']:5.0f}% of copy"
-        )
     print(f"wrote {args.output}")
     return 0
 
