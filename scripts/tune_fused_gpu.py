@@ -58,7 +58,7 @@ def backward(dy, dh, h, w, rstd, dx, programs, warps):
     def call():
         fa.fused_add_rms_norm_bwd[(programs,)](
             dy, dh, h, w, rstd, dx, partial, dy.stride(0), dh.stride(0), rows, hidden,
-            HAS_DH=True, BLOCK=block, num_warps=warps,
+            programs, HAS_DH=True, BLOCK=block, num_warps=warps,
         )  # fmt: skip
         return partial.sum(dim=0).to(w.dtype)
 
@@ -87,7 +87,7 @@ def main(argv=None) -> int:
     dtype = getattr(torch, args.dtype)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name(0)}, {sms} SMs, triton {triton.__version__}, {dtype}")
-    print(f"module settings: tutorial num_warps, PROGRAMS_PER_SM = {fa.PROGRAMS_PER_SM}")
+    print(f"module: PROGRAMS_PER_SM = {fa.PROGRAMS_PER_SM}, BACKWARD_WARPS = {fa.BACKWARD_WARPS}")
     for rows, hidden in args.sizes:
         t = [torch.randn(rows, hidden, device="cuda", dtype=dtype) for _ in range(4)]
         x, r, dy, dh = t
@@ -95,7 +95,8 @@ def main(argv=None) -> int:
         y, h, dx = torch.empty_like(x), torch.empty_like(x), torch.empty_like(x)
         rstd = torch.empty(rows, device="cuda", dtype=torch.float32)
         tensor = x.numel() * x.element_size()
-        _, default_warps = fa._launch(hidden)
+        _, default_warps = fa._launch(hidden, x.element_size())
+        _, backward_warps = fa._launch(hidden, x.element_size(), backward=True)
         fwd = {f"fwd num_warps={nw}": forward(x, r, w, y, h, rstd, nw) for nw in (2, 4, 8, 16)}
         bwd = {
             f"bwd programs/SM={p} num_warps={nw}": backward(dy, dh, h, w, rstd, dx, p * sms, nw)
@@ -110,7 +111,7 @@ def main(argv=None) -> int:
         moved = {"fwd": 4 * tensor + stats, "bwd": 4 * tensor + stats}  # bwd: dy, dh, h in; dx out
         print(
             f"\n{rows}x{hidden}: copy {copy_bw / 1e9:.0f} GB/s; "
-            f"the module's forward num_warps={default_warps}"
+            f"the module's num_warps: forward {default_warps}, backward {backward_warps}"
         )
         for name, ms in times.items():
             if name == "copy":

@@ -30,10 +30,12 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # A program holds its whole row in registers; past 64 KiB a row (where Triton's tutorial
 # stops too) they spill, and a kernel that loops over column chunks would be needed.
 MAX_ROW_BYTES = 65536
-# Backward programs per streaming multiprocessor (not tuned): several, so that one waits
-# on memory while another computes; few, so that the fp32 partial weight gradients
-# (programs x hidden) stay small.
-PROGRAMS_PER_SM = 4
+# Backward programs per streaming multiprocessor: two, so that one waits on memory while
+# the other computes, and the fp32 partial weight gradients (programs x hidden) stay small.
+# Chosen by scripts/tune_fused_gpu.py on an H100 (bf16, 1 to 16 tried), as are the
+# backward's num_warps below where they differ from the tutorial's heuristic.
+PROGRAMS_PER_SM = 2
+BACKWARD_WARPS = {(4096, 2): 16}  # (BLOCK, bytes per value): num_warps
 
 
 @triton.jit
@@ -59,7 +61,7 @@ def fused_add_rms_norm_fwd(
 
 @triton.jit
 def fused_add_rms_norm_bwd(
-    DY, DH, H, W, RSTD, DX, DW_PARTIAL, dy_row_stride, dh_row_stride, M, N,
+    DY, DH, H, W, RSTD, DX, DW_PARTIAL, dy_row_stride, dh_row_stride, M, N, P,
     HAS_DH: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     """Program p takes rows p, p + P, p + 2P, ... (P programs): writes dx for each and
@@ -69,7 +71,8 @@ def fused_add_rms_norm_bwd(
     mask = cols < N
     w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)  # once per program
     dw = tl.zeros((BLOCK,), dtype=tl.float32)
-    for i in range(pid, M, tl.num_programs(0)):
+    for i in range(pid, M, P):  # P = tl.num_programs(0), passed in (Triton 3.6's interpreter
+        # cannot loop over tl.num_programs)
         row = tl.cast(i, tl.int64)
         dy = tl.load(DY + row * dy_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
         h = tl.load(H + row * N + cols, mask=mask, other=0.0).to(tl.float32)
@@ -147,10 +150,12 @@ def _rows(t: torch.Tensor) -> torch.Tensor:
     return t if t.stride(1) == 1 or t.shape[1] == 1 else t.contiguous()
 
 
-def _launch(hidden: int) -> tuple[int, int]:
-    """BLOCK and num_warps for a row of `hidden` values (the tutorial's heuristic)."""
+def _launch(hidden: int, itemsize: int, backward: bool = False) -> tuple[int, int]:
+    """BLOCK and num_warps for a row of `hidden` values (the tutorial's heuristic, but
+    where a sweep on a GPU measured better backward settings)."""
     block = triton.next_power_of_2(hidden)
-    return block, min(max(block // 256, 1), 8)
+    warps = min(max(block // 256, 1), 8)
+    return block, BACKWARD_WARPS.get((block, itemsize), warps) if backward else warps
 
 
 def _programs(rows: int, device: torch.device) -> int:
@@ -175,7 +180,7 @@ class FusedAddRMSNormFunction(torch.autograd.Function):
         y = torch.empty(x.shape, dtype=x.dtype, device=x.device)  # contiguous: row stride N
         h = torch.empty_like(y)
         rstd = torch.empty(rows, dtype=torch.float32, device=x.device)
-        block, warps = _launch(hidden)
+        block, warps = _launch(hidden, x.element_size())
         if rows > 0:  # a grid of zero programs is not a launch Triton accepts
             fused_add_rms_norm_fwd[(rows,)](
                 x2, r2, w, y, h, rstd, x2.stride(0), r2.stride(0), hidden, eps,
@@ -197,11 +202,11 @@ class FusedAddRMSNormFunction(torch.autograd.Function):
         programs = _programs(rows, h.device)
         # stage 1: one fp32 partial weight gradient per program
         partial = torch.empty((programs, hidden), dtype=torch.float32, device=h.device)
-        block, warps = _launch(hidden)
+        block, warps = _launch(hidden, h.element_size(), backward=True)
         if rows > 0:
             fused_add_rms_norm_bwd[(programs,)](
                 dy2, dh2, h, w, rstd, dx, partial, dy2.stride(0), dh2.stride(0), rows, hidden,
-                HAS_DH=dh is not None, BLOCK=block, num_warps=warps,
+                programs, HAS_DH=dh is not None, BLOCK=block, num_warps=warps,
             )  # fmt: skip
         dw = partial.sum(dim=0).to(w.dtype)  # stage 2: sum the partials in fp32, round once
         # h = x + residual: x and the residual get the same gradient
