@@ -71,8 +71,7 @@ def fused_add_rms_norm_bwd(
     mask = cols < N
     w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)  # once per program
     dw = tl.zeros((BLOCK,), dtype=tl.float32)
-    for i in range(pid, M, P):  # P = tl.num_programs(0), passed in (Triton 3.6's interpreter
-        # cannot loop over tl.num_programs)
+    for i in range(pid, M, P):  # P: the number of programs, which the launch sets
         row = tl.cast(i, tl.int64)
         dy = tl.load(DY + row * dy_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
         h = tl.load(H + row * N + cols, mask=mask, other=0.0).to(tl.float32)

@@ -10,9 +10,12 @@ a copy of the measured code in tmp_path.
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import re
 import shutil
+import subprocess
+import tarfile
 from types import SimpleNamespace
 
 import pytest
@@ -142,6 +145,22 @@ def test_the_code_hash_covers_every_measured_file_even_an_absent_one(tmp_path):
     assert gpu_results.code_hash(tmp_path) not in {empty, added}
     assert gpu_results.code_hash(ROOT) == gpu_results.code_hash(ROOT)
     assert set(gpu_results.CODE_FILES) >= {"scripts/bench_gpu.py", "snippets/norm_speed.py"}
+
+
+def test_a_reworded_comment_keeps_the_hash_and_a_changed_string_does_not(tmp_path):
+    kernel = tmp_path / "snippets/fused_add_rms_norm.py"
+    kernel.parent.mkdir()
+    kernel.write_text('PROGRAMS = 2  # why two\n\n\ndef f(x):\n    return x + "#"\n')
+    before = gpu_results.code_hash(tmp_path)
+    kernel.write_text(
+        'PROGRAMS = 2  # reworded: why two\n\ndef f(x):  # new\n    return x + "#"  \n'
+    )
+    assert gpu_results.code_hash(tmp_path) == before
+    kernel.write_text('PROGRAMS = 2\n\ndef f(x):\n    return x + "# "\n')  # inside a string
+    assert gpu_results.code_hash(tmp_path) != before
+    kernel.write_text("PROGRAMS = 4  # why two\n\n\ndef f(x):\n    return x + '#'\n")
+    assert gpu_results.code_hash(tmp_path) != before
+    assert gpu_results.code_text(b"x = (\n") == b"x = (\n"  # does not tokenize: as it is
 
 
 def test_a_notebook_paragraph_becomes_an_html_table(site_root, tmp_path_factory):
@@ -332,3 +351,31 @@ def test_the_chart_draws_every_figure_under_the_copy_roof(site_root, measured):
     html = gpu_results.fill_html("<p>[[gpu-results:norm_speed]]</p>", "zh", root=site_root)
     assert html.count("<svg") == 2 and "条形图，前向：" in html
     assert "<svg" not in gpu_results.fill_markdown(MARKER, "en", root=site_root / "nothing")
+
+
+def test_rehash_takes_the_code_at_the_recorded_commit_and_keeps_the_samples(tmp_path):
+    spec = importlib.util.spec_from_file_location(
+        "rehash_gpu_results", ROOT / "scripts/rehash_gpu_results.py"
+    )
+    rehash = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rehash)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    # the code at HEAD, taken another way than git show: git archive
+    archive = subprocess.run(
+        ["git", "archive", "HEAD", *gpu_results.CODE_FILES], cwd=ROOT, capture_output=True,
+        check=True,
+    ).stdout  # fmt: skip
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tmp_path / "head", filter="data")
+    doc = {"commit": head, "dirty": False, "code_hash": "stale", "rows": [{"samples": [1.5]}]}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert rehash.rehash(path) == gpu_results.code_hash(tmp_path / "head")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data == doc | {"code_hash": gpu_results.code_hash(tmp_path / "head")}
+    for bad in ({"commit": "unknown"}, {"dirty": True}):
+        path.write_text(json.dumps(doc | bad), encoding="utf-8")
+        with pytest.raises(SystemExit, match="cannot be rehashed"):
+            rehash.rehash(path)

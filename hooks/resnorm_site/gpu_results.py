@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import html
+import io
 import json
 import math
 import re
+import tokenize
 from pathlib import Path
 
 from resnorm_site.paths import ROOT
@@ -193,13 +195,31 @@ class ResultsError(ValueError):
     """The results file is not one that scripts/bench_gpu.py writes."""
 
 
+def code_text(source: bytes) -> bytes:
+    """Python source without its comments and blank lines, each line's trailing spaces
+    cut: a comment that is reworded does not change what was measured. Source that does
+    not tokenize is taken as it is."""
+    try:
+        text = source.decode("utf-8")
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (UnicodeDecodeError, tokenize.TokenError, SyntaxError):
+        return source
+    lines = text.splitlines()
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:  # a comment runs to the end of its line
+            row, col = tok.start
+            lines[row - 1] = lines[row - 1][:col]
+    return "\n".join(line.rstrip() for line in lines if line.strip()).encode("utf-8")
+
+
 def code_hash(root: Path = ROOT, files=CODE_FILES) -> str:
-    """sha256 over each code file's path and bytes, in order ("absent" for a missing one)."""
+    """sha256 over each code file's path and code (code_text: comments left out), in
+    order ("absent" for a missing one)."""
     digest = hashlib.sha256()
     for name in files:
         path = Path(root) / name
         digest.update(name.encode() + b"\0")
-        digest.update(path.read_bytes() if path.exists() else b"absent")
+        digest.update(code_text(path.read_bytes()) if path.exists() else b"absent")
         digest.update(b"\0")
     return digest.hexdigest()
 
