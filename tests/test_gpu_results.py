@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import itertools
 import json
 import re
 import shutil
@@ -379,3 +380,40 @@ def test_rehash_takes_the_code_at_the_recorded_commit_and_keeps_the_samples(tmp_
         path.write_text(json.dumps(doc | bad), encoding="utf-8")
         with pytest.raises(SystemExit, match="cannot be rehashed"):
             rehash.rehash(path)
+
+
+def test_a_verdict_names_the_bold_cells_of_the_headline_size(site_root):
+    data = gpu_results.read(site_root / gpu_results.RESULTS_FILE)
+    rows = data["rows"]
+    assert gpu_results.headline(rows) == ("bfloat16", 8, 16)  # bf16, the most elements
+    out = gpu_results.fill_markdown("[[gpu-results:norm_speed-verdict]]", "en", root=site_root)
+    assert out.startswith("On **Test GPU** at bfloat16 8×16") and "|" not in out
+    words = gpu_results.WORDS["en"]
+    lines = [line for line in out.splitlines() if line.startswith("- ")]
+    assert len(lines) == 4  # LayerNorm and RMSNorm, forward and forward+backward
+    for line, (norm, p) in zip(
+        lines, itertools.product(("layer_norm", "rms_norm"), gpu_results.PASSES), strict=True
+    ):
+        here = [r for r in rows if (r["norm"], r["passes"], r["rows"], r["dtype"]) ==
+                (norm, p, 8, "bfloat16")]  # fmt: skip
+        bold = gpu_results.fastest_group(here)
+        best, _, rest = line.partition(". Then: ")
+        for r in here:
+            name = words["impl"][(norm, r["impl"])]
+            m, low, high = gpu_results.pct_of_copy(r)
+            figure = f"{name}: {m:.0f}% ({low:.0f}–{high:.0f})"
+            assert figure in (best if r["impl"] in bold else rest), (figure, line)
+    zh = gpu_results.fill_markdown("[[gpu-results:norm_speed-verdict]]", "zh", root=site_root)
+    assert zh.startswith("在 **Test GPU** 上") and "误差范围内最快" in zh
+    (site_root / "snippets/rms_norm.py").write_text("changed = True\n")
+    stale = gpu_results.fill_markdown("[[gpu-results:norm_speed-verdict]]", "en", root=site_root)
+    assert "The code has changed since" in stale
+
+
+def test_a_verdict_without_a_results_file_says_none_were_recorded(tmp_path):
+    out = gpu_results.fill_markdown(
+        "[[gpu-results:fused_add_rms_norm-verdict]]", "en", root=tmp_path
+    )
+    assert "No GPU figures have been recorded yet" in out
+    with pytest.raises(gpu_results.ResultsError, match="unknown section 'nope'"):
+        gpu_results.fill_markdown("[[gpu-results:nope-verdict]]", "en", root=tmp_path)

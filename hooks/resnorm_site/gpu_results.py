@@ -118,6 +118,19 @@ WORDS = {
             "of earlier calls; the wall clock over back-to-back calls closed by a "
             "synchronize; one input, not rotated. Bold as in the table above."
         ),
+        "verdict": (
+            "On **{gpu}** at {size}, the size of a real LLM layer's activations, as shares "
+            "of the copy bandwidth ({date}; the tables below have every size):"
+        ),
+        "verdict_line": "{what}, {passes}. Fastest, within the spread: {best}. Then: {rest}.",
+        "verdict_all": "{what}, {passes}. No difference measurable: {best}.",
+        "figure": "{name}: {pct}",
+        "sep": "; ",
+        "norm": {
+            "layer_norm": "LayerNorm",
+            "rms_norm": "RMSNorm",
+            "fused_add_rms_norm": "Residual add + RMSNorm",
+        },
         "launch": (
             "†: the host took at least 80% as long to launch each call as the GPU took to "
             "run it, so the GPU may have waited between calls: that figure may measure the "
@@ -179,6 +192,19 @@ WORDS = {
             "隐藏维度只编译一次，所有行数共用，与先前调用编译出的代码放在一起；用挂钟时间"
             "计量连续多次调用，以一次同步结束；只用一个输入，不轮换。粗体的含义同上表。"
         ),
+        "verdict": (
+            "在 **{gpu}** 上，尺寸 {size}，即真实 LLM 一层激活的规模，各实现达到的拷贝带宽"
+            "比例如下（{date}；各尺寸的数据见下表）："
+        ),
+        "verdict_line": "{what}，{passes}。误差范围内最快：{best}。其后：{rest}。",
+        "verdict_all": "{what}，{passes}。测不出差别：{best}。",
+        "figure": "{name}：{pct}",
+        "sep": "；",
+        "norm": {
+            "layer_norm": "LayerNorm",
+            "rms_norm": "RMSNorm",
+            "fused_add_rms_norm": "残差加法 + RMSNorm",
+        },
         "launch": (
             "†：主机启动每次调用所用的时间，至少是 GPU 运行它的时间的 80%，GPU 可能在两次调用"
             "之间等待：这个数字测到的可能是单独启动一次调用的开销，而不是其内核的速度。"
@@ -380,8 +406,49 @@ def chart(rows, norms, lang: str, passes: str, chart_id: str) -> str:
     )
 
 
+def headline(rows) -> tuple:
+    """The column a verdict is drawn at: the bfloat16 size with the most elements (of two
+    alike, the one with more tokens), the dtype and size of a real model's training."""
+    cols = {_column(r) for r in rows} or {None}
+    half = [c for c in cols if c and c[0] == "bfloat16"] or [c for c in cols if c]
+    return max(half, key=lambda c: (c[1] * c[2], c[1])) if half else None
+
+
+def verdict(rows, norms, lang: str, data: dict) -> str:
+    """A few sentences, at the headline size: per operation and pass, the fastest
+    implementations within the spread (fastest_group), then the rest, with their figures."""
+    words, col = WORDS[lang], headline(rows)
+    lines = [words["verdict"].format(gpu=data["machine"].get("gpu"), size=_column_name(col),
+                                     date=str(data["date"])[:10])]  # fmt: skip
+
+    def figure(r):
+        m, low, high = pct_of_copy(r)
+        name = words["impl"].get((r["norm"], r["impl"]), r["impl"])
+        pct = f"{m:.0f}% ({low:.0f}–{high:.0f}){' †' if launch_bound(r) else ''}"
+        return words["figure"].format(name=name, pct=pct)
+
+    for norm in norms:
+        for p in PASSES:
+            here = [r for r in rows if (r["norm"], r["passes"]) == (norm, p)
+                    and _column(r) == col]  # fmt: skip
+            if not here:
+                continue
+            here.sort(key=lambda r: -pct_of_copy(r)[0])
+            best = fastest_group(here)
+            top = words["sep"].join(figure(r) for r in here if r["impl"] in best)
+            rest = words["sep"].join(figure(r) for r in here if r["impl"] not in best)
+            what, passes = words["norm"][norm], words["pass"][p].lower()
+            key = "verdict_line" if rest else "verdict_all"
+            lines.append("- " + words[key].format(what=what, passes=passes, best=top, rest=rest))
+    flagged = any(launch_bound(r) for r in rows if _column(r) == col)
+    return "\n".join(lines) + ("\n\n" + words["launch"] if flagged else "")
+
+
 def render(section: str, data: dict | None, current_hash: str, lang: str) -> str:
-    """The Markdown that stands for [[gpu-results:SECTION]]: provenance, table, notes."""
+    """The Markdown that stands for [[gpu-results:SECTION]]: provenance, table, notes;
+    for [[gpu-results:SECTION-verdict]], the verdict at the headline size alone."""
+    brief = section.endswith("-verdict")
+    section = section.removesuffix("-verdict")
     if section not in SECTIONS:
         raise ResultsError(f"unknown section {section!r}; known: {sorted(SECTIONS)}")
     words = WORDS[lang]
@@ -389,6 +456,13 @@ def render(section: str, data: dict | None, current_hash: str, lang: str) -> str
     rows = [r for r in (data or {}).get(key, []) if r["norm"] in norms]
     if not rows:  # the old way is shown below the main table, which already says so
         return words["none_old" if section == "old_method" else "none"].format(file=RESULTS_FILE)
+    if brief:
+        stale = data["code_hash"] != current_hash
+        return verdict(rows, norms, lang, data) + (
+            "\n\n" + words["stale"].format(old=str(data["code_hash"])[:12], new=current_hash[:12])
+            if stale
+            else ""
+        )
     m = data["machine"]
     parts = [
         words["where"].format(
