@@ -388,6 +388,7 @@ def test_a_verdict_names_the_bold_cells_of_the_headline_size(site_root):
     assert gpu_results.headline(rows) == ("bfloat16", 8, 16)  # bf16, the most elements
     out = gpu_results.fill_markdown("[[gpu-results:norm_speed-verdict]]", "en", root=site_root)
     assert out.startswith("On **Test GPU** at bfloat16 8×16") and "|" not in out
+    assert ":\n\n- " in out  # a blank line before the list, or Markdown makes it one paragraph
     words = gpu_results.WORDS["en"]
     lines = [line for line in out.splitlines() if line.startswith("- ")]
     assert len(lines) == 4  # LayerNorm and RMSNorm, forward and forward+backward

@@ -41,6 +41,10 @@
 #
 # ### GPU
 #
+# [[gpu-results:norm_speed-verdict]]
+#
+# Every size, dtype and pass:
+#
 # [[gpu-results:norm_speed]]
 #
 # GPU figures come from `make bench-gpu`, not from the run of this page,
@@ -56,7 +60,9 @@
 # fastest implementation and those not measurably slower than it: the ones to
 # use in a model of that shape. A norm near 100 % of the copy has nothing
 # left to gain on its own; beyond that, only fusing more work into the same
-# pass over memory helps, such as the residual add before the norm.
+# pass over memory helps, such as the residual add before the norm:
+# [RMSNorm on a GPU](../foundations/rmsnorm-gpu.md) fuses it in a Triton kernel
+# and measures that kernel the same way.
 #
 # **How a benchmark compiles and times decides its verdict.** An earlier
 # version of this page timed its compiled modules on a GPU as it times them

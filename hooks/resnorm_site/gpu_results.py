@@ -441,7 +441,8 @@ def verdict(rows, norms, lang: str, data: dict) -> str:
             key = "verdict_line" if rest else "verdict_all"
             lines.append("- " + words[key].format(what=what, passes=passes, best=top, rest=rest))
     flagged = any(launch_bound(r) for r in rows if _column(r) == col)
-    return "\n".join(lines) + ("\n\n" + words["launch"] if flagged else "")
+    # a blank line after the first: Python-Markdown starts a list only after one
+    return lines[0] + "\n\n" + "\n".join(lines[1:]) + ("\n\n" + words["launch"] if flagged else "")
 
 
 def render(section: str, data: dict | None, current_hash: str, lang: str) -> str:
