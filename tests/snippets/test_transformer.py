@@ -2762,7 +2762,11 @@ NEW_FLAG_ERRORS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("build", "error", "message"), NEW_FLAG_ERRORS, ids=repr)
+# ids from the messages: a lambda's repr holds its address, which differs between
+# processes, so pytest-xdist's workers would collect different tests
+@pytest.mark.parametrize(
+    ("build", "error", "message"), NEW_FLAG_ERRORS, ids=[m for *_, m in NEW_FLAG_ERRORS]
+)
 def test_new_flags_refuse_bad_input_naming_what_came(build, error, message):
     with pytest.raises(error, match=f"^{re.escape(message)}$"):
         build()
