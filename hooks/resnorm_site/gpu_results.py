@@ -386,11 +386,20 @@ def chart(rows, norms, lang: str, passes: str, chart_id: str) -> str:
             m, low, high = spans[id(r)]
             name = html.escape(words["impl"].get((r["norm"], r["impl"]), r["impl"]))
             out.append(f'<text x="8" y="{y + 10}">{name}</text>')
-            out.append(f'<rect x="{left}" y="{y}" width="{x(m) - left:.1f}" height="{bar}"/>')
-            out.append(f'<line x1="{x(low):.1f}" x2="{x(high):.1f}" y1="{y + 6}" y2="{y + 6}"/>')
+            out.append(
+                f'<rect x="{left}" y="{y}" width="{x(m) - left:.1f}" height="{bar}" '
+                'fill="#4a78b5"/>'
+            )
+            out.append(
+                f'<line x1="{x(low):.1f}" x2="{x(high):.1f}" y1="{y + 6}" y2="{y + 6}" '
+                'stroke="currentColor"/>'
+            )
             y += bar + 4
         y += 8
-    roof = f'<line class="roof" x1="{x(100):.1f}" x2="{x(100):.1f}" y1="0" y2="{y}"/>'
+    roof = (
+        f'<line x1="{x(100):.1f}" x2="{x(100):.1f}" y1="0" y2="{y}" stroke="currentColor" '
+        'stroke-dasharray="4 3"/>'
+    )
     label = (
         f'<text x="{x(100):.1f}" y="{y + 12}" text-anchor="end">{words["copy"]} = 100 %</text>'
         f'<text x="{left}" y="{y + 12}">0 %</text>'
@@ -398,11 +407,15 @@ def chart(rows, norms, lang: str, passes: str, chart_id: str) -> str:
     title = words["chart"].format(passes=words["pass"][passes].lower())
     return (
         f'<svg class="rn-gpu-chart" role="img" aria-labelledby="{chart_id}" '
-        f'viewBox="0 0 {left + width + 20} {y + 20}" font-size="12">'
+        f'viewBox="0 0 {left + width + 20} {y + 20}" font-size="12" fill="currentColor">'
         f'<title id="{chart_id}">{html.escape(title)}</title>'
-        # the page's text colour, so that dark mode keeps lines and labels readable
-        "<style>rect{fill:#4a78b5}line{stroke:currentColor}text{fill:currentColor}"
-        ".roof{stroke-dasharray:4 3}</style>" + "".join(out) + roof + label + "</svg>"
+        # lines and labels in the page's text colour (currentColor), so that dark mode
+        # keeps them readable; attributes, not a <style>: the notebook pages' hook moves
+        # every <style> into a stylesheet <link>, which an <svg> cannot hold
+        + "".join(out)
+        + roof
+        + label
+        + "</svg>"
     )
 
 
