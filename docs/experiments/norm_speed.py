@@ -61,7 +61,7 @@
 # use in a model of that shape. A norm near 100 % of the copy has nothing
 # left to gain on its own; beyond that, only fusing more work into the same
 # pass over memory helps, such as the residual add before the norm:
-# [RMSNorm on a GPU](../foundations/rmsnorm-gpu.md) fuses it in a Triton kernel
+# [RMSNorm on a GPU](../../foundations/rmsnorm-gpu/) fuses it in a Triton kernel
 # and measures that kernel the same way.
 #
 # **How a benchmark compiles and times decides its verdict.** An earlier
