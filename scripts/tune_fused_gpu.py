@@ -107,8 +107,10 @@ def main(argv=None) -> int:
         times = race(copy | fwd | bwd)
         copy_s = statistics.median(times["copy"]) * 1e-3
         copy_bw = 2 * tensor / copy_s
-        stats = rows * 4
-        moved = {"fwd": 4 * tensor + stats, "bwd": 4 * tensor + stats}  # bwd: dy, dh, h in; dx out
+        stats, weight = rows * 4, hidden * x.element_size()  # rstd: fp32, one per row
+        # the fewest bytes each must move: forward reads x, r, w and writes h, y, rstd;
+        # backward reads dy, dh, h, w, rstd and writes dx (the partial sums are extra)
+        moved = {"fwd": 4 * tensor + weight + stats, "bwd": 4 * tensor + weight + stats}
         print(
             f"\n{rows}x{hidden}: copy {copy_bw / 1e9:.0f} GB/s; "
             f"the module's num_warps: forward {default_warps}, backward {backward_warps}"

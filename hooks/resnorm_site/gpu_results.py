@@ -422,9 +422,9 @@ def chart(rows, norms, lang: str, passes: str, chart_id: str) -> str:
 def headline(rows) -> tuple:
     """The column a verdict is drawn at: the bfloat16 size with the most elements (of two
     alike, the one with more tokens), the dtype and size of a real model's training."""
-    cols = {_column(r) for r in rows} or {None}
-    half = [c for c in cols if c and c[0] == "bfloat16"] or [c for c in cols if c]
-    return max(half, key=lambda c: (c[1] * c[2], c[1])) if half else None
+    cols = {_column(r) for r in rows}
+    half = [c for c in cols if c[0] == "bfloat16"] or cols
+    return max(half, key=lambda c: (c[1] * c[2], c[1]))
 
 
 def verdict(rows, norms, lang: str, data: dict) -> str:
@@ -470,13 +470,12 @@ def render(section: str, data: dict | None, current_hash: str, lang: str) -> str
     rows = [r for r in (data or {}).get(key, []) if r["norm"] in norms]
     if not rows:  # the old way is shown below the main table, which already says so
         return words["none_old" if section == "old_method" else "none"].format(file=RESULTS_FILE)
-    if brief:
-        stale = data["code_hash"] != current_hash
-        return verdict(rows, norms, lang, data) + (
-            "\n\n" + words["stale"].format(old=str(data["code_hash"])[:12], new=current_hash[:12])
-            if stale
-            else ""
-        )
+    stale = data["code_hash"] != current_hash
+    since = words["stale" if stale else "fresh"].format(
+        old=str(data["code_hash"])[:12], new=current_hash[:12], hash=current_hash[:12]
+    )
+    if brief:  # the verdict says only when its figures are stale
+        return verdict(rows, norms, lang, data) + (f"\n\n{since}" if stale else "")
     m = data["machine"]
     parts = [
         words["where"].format(
@@ -491,10 +490,7 @@ def render(section: str, data: dict | None, current_hash: str, lang: str) -> str
             file=RESULTS_FILE,
         )
     ]
-    if data["code_hash"] == current_hash:
-        parts.append(words["fresh"].format(hash=current_hash[:12]))
-    else:
-        parts.append(words["stale"].format(old=str(data["code_hash"])[:12], new=current_hash[:12]))
+    parts.append(since)
     parts.append(table(rows, norms, lang))
     for i, p in enumerate(q for q in PASSES if any(r["passes"] == q for r in rows)):
         parts.append(chart(rows, norms, lang, p, f"rn-gpu-{section}-{i}"))
