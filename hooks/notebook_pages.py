@@ -61,6 +61,7 @@ def on_post_page(html: str, page, config) -> str:
         return html
     STATE.site.classes.update(css.page_classes(html))
     lang = language(config.theme.get("language"))
+    html = page_html.without_tagged_cells(html)
     html = page_html.collapse_snippet_cells(html, label(lang, "imports"))
     html = page_html.collapse_tagged_cells(html, "collapse", label(lang, "collapsed"))
     html = page_html.collapse_tagged_cells(html, "collapse-output", label(lang, "collapsed_output"))

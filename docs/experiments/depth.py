@@ -397,7 +397,7 @@ for n in DEPTHS:
 #   task, the trainer, `outcome` and `xavier_init_`), `snippets/grad_norms.py`
 #   (`power_law_fit`), `snippets/transformer.py` (`Stack`, `GPT`), each with its tests.
 
-# %%
+# %% tags=["publish"]
 results = {}
 for p in STREAM:
     results[f"{p}_stream_sq_norm_L{N_LAYERS}"] = f"{norms[p][:, -1].mean():.2f}"

@@ -344,7 +344,7 @@ for n in DEPTHS:
 # - Code: `snippets/grad_norms.py` (the probe), `snippets/lm_experiment.py`
 #   (`xavier_init_`) and `snippets/transformer.py` (`Stack`), each with its tests.
 
-# %%
+# %% tags=["publish"]
 results = {
     "post_w2_last_over_first_L6": f"{ratios['post', 6]:.2f}",
     "post_w2_last_over_first_L24": f"{ratios['post', 24]:.2f}",

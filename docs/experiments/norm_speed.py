@@ -61,7 +61,7 @@
 # use in a model of that shape. A norm near 100 % of the copy has nothing
 # left to gain on its own; beyond that, only fusing more work into the same
 # pass over memory helps, such as the residual add before the norm:
-# [RMSNorm on a GPU](../../foundations/rmsnorm-gpu/) fuses it in a Triton kernel
+# [RMSNorm on a GPU](../../fast/rmsnorm-gpu/) fuses it in a Triton kernel
 # and measures that kernel the same way.
 #
 # **How a benchmark compiles and times decides its verdict.** An earlier
@@ -980,7 +980,7 @@ else:
 #   model for multicore architectures*, Communications of the ACM 52(4), 2009.
 # - McCalpin, STREAM benchmark: a copy counted as 2 × size bytes moved.
 
-# %% tags=["collapse"]
+# %% tags=["publish"]
 kw_f = {"rows": LARGEST[0], "hidden": LARGEST[1], "passes": "forward"}
 kw_b = {"rows": LARGEST[0], "hidden": LARGEST[1], "passes": "forward+backward"}
 

@@ -320,7 +320,7 @@ print(
     f"{none_hi.median():.1f} at the high one ({ratio:.0f}x)"
 )
 
-# %% tags=["collapse-output"]
+# %% tags=["publish"]
 results = {
     "moderate_lr": f"{LRS['moderate']:.0e}",
     "high_lr": f"{LRS['high']:.0e}",

@@ -574,7 +574,7 @@ print(f"mHC runs whose product's spectral norm exceeds 1 + 1e-5: {above or 'none
 #   (`xavier_init_`), `snippets/grad_norms.py` (`handbook_w2`, `linear_loss`,
 #   `power_law_fit`), each with its tests.
 
-# %%
+# %% tags=["publish"]
 results = {}
 for r in NAMES:
     results[f"{r}_stream_growth_64"] = f"{growth[r][:, -1].mean():.3g}"

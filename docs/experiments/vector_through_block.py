@@ -275,7 +275,7 @@ print(
 #   the branch's *input*, not that of the stream.
 
 
-# %%
+# %% tags=["publish"]
 def std_of(placement, label):
     return f"{mean_std(results[placement][label])[1]:.2f}"
 

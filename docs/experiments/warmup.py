@@ -392,7 +392,7 @@ faster = sum(
 )
 print(f"Pre-LN got below the bigram loss sooner than Post-LN in {faster} of 4 settings")
 
-# %%
+# %% tags=["publish"]
 results = {
     "moderate_lr": f"{LRS['moderate']:.0e}",
     "high_lr": f"{hi:.0e}",

@@ -1,6 +1,6 @@
 """A rendered notebook page, trimmed: no request to another host, the inlined snippet
-cells and the long cells tagged ``collapse`` folded, and the heading anchors a
-translation gives its headings."""
+cells and the long cells tagged ``collapse`` folded, the cells tagged ``publish`` left
+out, and the heading anchors a translation gives its headings."""
 
 from __future__ import annotations
 
@@ -115,3 +115,22 @@ def collapse_tagged_cells(html: str, tag: str, summary: str) -> str:
         return summary.format(lines=sum(len(text.splitlines()) for text in texts))
 
     return _fold(html, starts(), summary_of, "rn-code-cell")
+
+
+# A cell tagged ``publish`` (``# %% tags=["publish"]``) only hands a run's numbers to the
+# build ([[measured:...]] on the pages); it runs, and the downloaded notebook keeps it,
+# but a reader of the page has nothing to learn from its keys, so the page leaves it out.
+PUBLISH_TAG = "publish"
+
+
+def without_tagged_cells(html: str, tag: str = PUBLISH_TAG) -> str:
+    """The page without the cells tagged ``tag``, input and output."""
+    cell_re = re.compile(r'<div[^>]*class="jp-Cell [^"]*\bcelltag_' + re.escape(tag) + r'(?=["\s])')
+    out, pos = [], 0
+    for cell in cell_re.finditer(html):
+        if cell.start() < pos:
+            continue
+        out.append(html[pos : cell.start()])
+        pos = element_end(html, cell.start(), "div")
+    out.append(html[pos:])
+    return "".join(out)
