@@ -34,6 +34,22 @@ MEASURED = re.compile(r"\[\[[a-z-]+:[^\]]+\]\]")
 ATTRS = re.compile(r"\{[:#.][^}]*\}")
 WORD = re.compile(r"\S*[A-Za-z0-9\u4e00-\u9fff]\S*")
 
+# Notes on how a source was read ("could not be read", "abstract only", "read in a
+# verbatim copy"): they belong in a footnote, not in the argument (issue 32).
+PROVENANCE = {
+    "en": re.compile(
+        r"could not be read|can ?not be read|abstract only|only (?:the|its|their) abstracts?"
+        r"|from (?:its|the|their) abstracts?(?! of)|verbatim (?:cop(?:y|ies)|transcri\w*)"
+        r"|secondary transcri\w*|read in (?:a |the )?(?:verbatim|secondary)"
+        r"|not read for this page|checkpoint not read|known only from",
+        re.I,
+    ),
+    "zh": re.compile(
+        r"逐字(?:转载|转录|副本|抄本)|(?:只|仅)(?:读|看)(?:了|到)?(?:其|它的|论文的)?摘要"
+        r"|只知道摘要|仅有摘要|未能读到|无法读到|没能读到|二手转录|没有读到"
+    ),
+}
+
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
@@ -107,11 +123,23 @@ def english_pages() -> list[Path]:
     return sorted(pages)
 
 
+def provenance_notes(page: Path) -> list[str]:
+    """The notes on how a source was read that a page leaves in its open text."""
+    lang = "zh" if ".zh." in page.name else "en"
+    return PROVENANCE[lang].findall(prose(markdown_of(page)))
+
+
 def main(argv: list[str]) -> int:
     pages = [Path(a).resolve() for a in argv] or english_pages()
     rows = sorted(((open_words(p), p) for p in pages), key=lambda r: -r[0])
     for words, page in rows:
         flag = "  over" if words > LIMIT else ""
+        notes = provenance_notes(page)
+        if page.suffix == ".md" and page.with_suffix(".zh.md").is_file():
+            notes += provenance_notes(page.with_suffix(".zh.md"))
+        elif page.suffix == ".py" and page.with_suffix(".zh.py").is_file():
+            notes += provenance_notes(page.with_suffix(".zh.py"))
+        flag += f"  provenance notes in the open (en+zh): {notes}" if notes else ""
         print(f"{words:6d}  {page.relative_to(ROOT).as_posix()}{flag}")
     return 0
 

@@ -291,6 +291,7 @@ def links(markdown: str) -> list[Link]:
         if "\0" in words or CODE_TEXT.sub("", words).strip() == "" or URL_TEXT.match(words):
             continue
         path, _, anchor = target.partition("#")
+        path = path.partition("?")[0]  # a query (the widget's settings) names no other page
         line = text.count("\n", 0, m.start()) + 1
         found.append(Link(line, "".join(words.split()), path, anchor))
     return found

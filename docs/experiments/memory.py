@@ -343,7 +343,7 @@ print(f"GPT-3 175B: the final norm adds {final_norm / layers:.4%} to the layers'
 # - At inference nothing is saved for backward at all, so the claim cannot apply to
 #   inference memory either.
 
-# %% tags=["publish"]
+# %%
 peak_ratio = {n: gpt[("pre", n)][1] / gpt[("post", n)][1] for n in NORM_KINDS}
 saving = {n: 1 - r for n, r in peak_ratio.items()}
 holds = all(0.05 <= v <= 0.10 for v in saving.values())
@@ -354,6 +354,7 @@ print(
     f"RMSNorm {saving['rmsnorm']:+.1%}; negative = Pre-LN uses more)"
 )
 
+# %% tags=["publish"]
 mid = SIZES[1]
 results = {
     "saved_ratio_pre_post_layernorm": f"{ratios[('layernorm', mid)]:.3f}",
