@@ -30,8 +30,9 @@
 # times, with the repeats of all of them interleaved so that background load
 # falls on all of them alike, and every timing is given as a **median with its
 # interquartile range** (the middle half of the samples). **A verdict says
-# that one is faster than another only when their ranges do not overlap**;
-# otherwise it says that no difference was measurable at this precision. A
+# that one is faster than another only when the ranges of their times do not
+# overlap**; otherwise it says that no difference was measurable at this
+# precision. A
 # ratio such as a speedup carries its range too, and that range excludes 1
 # exactly when the verdict finds a difference. The non-timing numbers (bytes,
 # operation counts, numerical errors) are the same on every run.
@@ -48,13 +49,11 @@
 # [[gpu-results:norm_speed]]
 #
 # GPU figures come from `make bench-gpu`, not from the run of this page,
-# which is built on a CPU (the section "On a GPU" below says how they are
-# measured). Each size gets the kernels that a model compiled at that shape
-# gets: a fresh `torch.compile(dynamic=False)`. The inputs rotate through more
-# memory than the L2 cache holds, CUDA events time the samples, and the copy
-# bandwidth is measured in the same run. The rule is the CPU's: one
-# implementation is called faster than another only where the ranges of
-# their timings do not overlap.
+# which is built on a CPU ("On a GPU" below says how they are measured). The
+# rule is the CPU's, applied to the ranges the tables print: each figure's
+# range is the interquartile range of its own times, as shares of the copy's
+# median, and an implementation is put after the fastest only where its range
+# overlaps none of theirs.
 #
 # **Use the bold cells.** For each dtype, size and pass, they name the
 # fastest implementation and those not measurably slower than it: the ones to
@@ -74,21 +73,18 @@
 #
 # - Compiled code is kept per function and shared by every instance of a
 #   class: a second `RMSNorm` of the same shape runs the graph compiled for
-#   the first (counted in "On a GPU" below). Modules built for the CPU,
-#   for another size or another grad mode all add entries to the one cache of
-#   the class's `forward`, whose guards are checked on every call; past
+#   the first (counted in "On a GPU" below), and past
 #   `torch._dynamo.config.recompile_limit` entries the function runs
 #   uncompiled.
-# - With `dynamic=True` the row count becomes a symbol: one kernel, generated
-#   for any row count and tuned at the first it meets, serves them all. (The
-#   hidden size stays fixed: the module's shape check makes it a guard.)
+# - With `dynamic=True` one kernel, tuned at the first row count it meets,
+#   serves every row count.
 # - A lone compiled call passes Dynamo's guards and Inductor's Python wrapper
 #   on the host before its kernels start. Where that takes about as long as
 #   the kernels, a wall clock over back-to-back calls times the host, and a
-#   compiled LayerNorm and a compiled RMSNorm come out alike, whatever their
-#   kernels. In a model compiled whole, the guards are checked once per call
-#   of the model, not once per norm. The GPU table records the host's time
-#   per call and marks the figures where it comes near the GPU's with †.
+#   compiled LayerNorm and a compiled RMSNorm come out alike. In a model
+#   compiled whole, the guards are checked once per call of the model, not
+#   once per norm. The GPU tables mark with † the figures where the host's
+#   time per call comes near the GPU's.
 # - At 2048 × 1024 in float32, $x$ fits in the L2 cache of a large GPU, so a
 #   call on the same input as the last one reads much of it from the cache.
 
@@ -113,10 +109,6 @@
 #   in "nn vs nn" and "F vs F"; the verdicts in the race below say whether
 #   this run measured it. The fused RMSNorm kernels PyTorch has added are for
 #   CUDA and MPS.
-# - `nn.RMSNorm` and `F.rms_norm` run the very same operations, and so do
-#   `nn.LayerNorm` and `F.layer_norm`: any difference between them is noise,
-#   and the check lines under the table show, at each size, whether the rule
-#   kept it out of the verdicts.
 # - The from-scratch LayerNorm moves more bytes than the from-scratch RMSNorm
 #   (the counts below): subtracting the mean costs a reduction and more full
 #   elementwise passes. Between these two eager modules the counts predict
@@ -145,34 +137,16 @@
 # **On the goal.** The goal lines say, at the large size, whether the
 # fastest RMSNorm reached half the copy bandwidth, first with the default
 # allocator, then with freed memory kept for reuse; where the range of its
-# percentage holds 50 %, they say the question is not decided. Where it falls
-# short, the causes are the ones this page measures:
-#
-# 1. **Fresh pages.** With glibc's default settings every output of 32 MiB or
-#    more lands on newly mapped memory, and its page faults (counted below)
-#    add to the time of the byte stream itself. A copy into a new tensor,
-#    which does no arithmetic at all, shows how much this costs. It slows
-#    every out-of-place operation, not only the norms; keeping freed memory
-#    for reuse can remove it (the page-fault counts after the change show for
-#    which of the calls it did).
-# 2. **Passes over memory.** An eager RMSNorm cannot exceed the "at best"
-#    fraction printed for it: its chain of operations moves several times the
-#    ideal bytes, whatever the allocator. Only a fused kernel (here
-#    `torch.compile`) can approach the copy.
-# 3. **The weight gradient.** $\partial L/\partial\gamma$ is a sum over all
-#    rows. The backward kernel that this PyTorch version generates (its
-#    source is what `run_and_get_code` returns) first sums it over all rows
-#    and then computes $\partial L/\partial x$ row by row, so it reads $x$
-#    and $\partial L/\partial y$ twice: more than the ideal traffic, so the
-#    compiled forward+backward cannot get as close to the copy as an ideal
-#    kernel would.
-# 4. **Few, shared cores.** With few threads on a machine that runs other
-#    work, each parallel region waits until both threads have a core; that
-#    costs more the more regions a call runs, and it makes short timings
-#    coarse. The copy bandwidth itself moves from run to run, as the
-#    last-level cache is shared with whatever else runs. This is why every
-#    timing here comes with its range, and why a difference inside the
-#    ranges is reported as no difference.
+# percentage holds 50 %, the question is not decided. Where it falls short,
+# the causes are those this page measures: the page faults of the fresh
+# memory each large output lands on ("The allocator" below); an eager chain's
+# extra passes over memory (its "at best" fraction); a compiled backward that
+# reads $x$ and $\partial L/\partial y$ twice, because it sums
+# $\partial L/\partial\gamma$ over all rows before it computes
+# $\partial L/\partial x$ (its source is what `run_and_get_code` returns);
+# and few cores shared with other work, which make short timings coarse and
+# move the copy bandwidth from run to run. That is why every timing carries
+# its range.
 
 # %% [markdown]
 # ## What we expected
@@ -184,12 +158,11 @@
 # RMSNorm "reduces the running time by 7%∼64% on different models". It is a
 # running-time reduction of **whole models** (in TensorFlow, Theano and
 # PyTorch, on GPUs), not a FLOP count of the norm: in the paper's result
-# tables, as transcribed on the
-# [RMSNorm in released models](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast),
-# the Transformer-base model saves 6.9 % (the "7 %"), and the "64 %" is
-# pRMSNorm, the partial variant, on a GRU order-embedding model (63.9 %); plain
-# RMSNorm peaks at 40.8 %. Those per-model figures come from transcriptions of
-# the tables that agree with each other, not from a check of the PDF.
+# tables (see
+# [RMSNorm in released models](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast)
+# and the sources below), the Transformer-base model saves 6.9 % (the "7 %"),
+# and the "64 %" is pRMSNorm, the partial variant, on a GRU order-embedding
+# model (63.9 %); plain RMSNorm peaks at 40.8 %.
 #
 # **FLOPs.** Per element of $x$, the LayerNorm forward adds for the mean,
 # subtracts it, squares, adds for the variance, multiplies by
@@ -472,9 +445,10 @@ print(f"time spent compiling (and checking) so far: {total_compile:.1f} s")
 #
 # Each size starts with its copy bandwidth, and with the bandwidth of a copy
 # into a new tensor (`clone`) as a percentage of it. Each line then gives, per
-# size, the time per call and the achieved bandwidth (by the ideal byte count)
-# as a percentage of the copy bandwidth, each as a median with its
-# interquartile range.
+# size, the time per call as a median with its interquartile range (the
+# ranges the verdicts compare), and the achieved bandwidth (by the ideal byte
+# count) as a percentage of the copy bandwidth, with the range that the
+# quartiles of both timings allow.
 
 
 # %% tags=["collapse"]
@@ -888,14 +862,11 @@ else:
 # ## The allocator
 #
 # At the large size a copy into a **new** tensor can be slower than one into
-# an existing tensor (the "copy to a new tensor" line of the race), and every
-# norm call writes a new output. PyTorch's CPU allocator takes each tensor
-# from the C library's `malloc` and returns it with `free`
-# (pytorch/pytorch `c10/core/impl/alloc_cpu.cpp`). glibc serves a block above
-# its mmap threshold (raised dynamically up to 32 MiB on 64-bit systems,
-# `DEFAULT_MMAP_THRESHOLD_MAX` in `malloc/malloc.c`) with a fresh `mmap` and
-# unmaps it on `free`, so each page of the next output faults on its first
-# write. The page faults of one call:
+# an existing tensor, and every norm call writes a new output. PyTorch's CPU
+# allocator takes each tensor from `malloc` and returns it with `free`; glibc
+# serves a block above its mmap threshold (at most 32 MiB on 64-bit systems)
+# with a fresh `mmap` and unmaps it on `free`, so each page of the next output
+# faults on its first write (sources below). The page faults of one call:
 
 # %%
 x_large = 2 * torch.randn(*LARGEST, generator=torch.Generator().manual_seed(1)) + 0.5
@@ -927,13 +898,12 @@ def faults(tag):
 faults("default allocator | ")
 
 # %% [markdown]
-# Raising glibc's mmap and trim thresholds (`mallopt`; glibc manual, "Malloc
-# Tunable Parameters") keeps freed blocks for the next call, as jemalloc and
-# TCMalloc, which the PyTorch performance tuning guide recommends on the CPU,
-# do by design (pytorch/tutorials `recipes_source/recipes/tuning_guide.py`).
-# `keep_freed_memory` does it for the rest of this notebook; the large size
-# is then measured again for `nn.LayerNorm` and the two compiled modules.
-# (On a GPU, PyTorch's caching allocator keeps freed blocks by design.)
+# Raising glibc's mmap and trim thresholds (`mallopt`) keeps freed blocks for
+# the next call, as jemalloc and TCMalloc, which the PyTorch performance
+# tuning guide recommends on the CPU, do by design. `keep_freed_memory` does
+# it for the rest of this notebook; the large size is then measured again for
+# `nn.LayerNorm` and the two compiled modules. (On a GPU, PyTorch's caching
+# allocator keeps freed blocks by design.)
 
 # %%
 reuse = keep_freed_memory(1 << 30)
@@ -962,7 +932,8 @@ else:
 # - Zhang, Sennrich. *Root Mean Square Layer Normalization*, NeurIPS 2019,
 #   [arXiv 1910.07467](https://arxiv.org/abs/1910.07467): abstract ("reduces
 #   the running time by 7%∼64% on different models"), result tables (per-model
-#   running-time reductions, from transcriptions; see the
+#   running-time reductions, read in transcriptions of the tables that agree
+#   with each other, not checked against the PDF; see the
 #   [RMSNorm in released models](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast)).
 # - pytorch/pytorch PR #153666 (fused RMSNorm, CUDA) and PR #145301 (MPS);
 #   `c10/core/impl/alloc_cpu.cpp` (the CPU allocator calls `posix_memalign`

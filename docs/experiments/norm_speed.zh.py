@@ -15,7 +15,7 @@
 #
 # 一次层归一化（LayerNorm）或均方根归一化（RMSNorm）要花多长时间？离机器能做到的极限还有多远？本页让两种归一化各自的四种实现同场赛跑：本手册从零实现的模块（`snippets/layer_norm.py`、`snippets/rms_norm.py`），`nn.LayerNorm` / `nn.RMSNorm`，`F.layer_norm` / `F.rms_norm`，以及用 `torch.compile` 编译的从零实现的模块。计时在两种张量尺寸上进行，分别测仅前向和前向加反向，并把每个时间换算成实际达到的带宽，与同一台机器在同一次运行中测得的普通拷贝的带宽相比较。代码见 `snippets/norm_speed.py`。
 #
-# **计时因运行而异，也因机器而异**。本页的每一个时间、带宽、加速比和结论，都是在构建本页时、在构建它的那台机器（名称见下文）上测得的，而那台机器当时可能正同时运行着其他任务。因此，每种实现都计时多次，并且所有实现的重复测量交错进行，让后台负载均匀地落在每一种实现上；每个计时都以**中位数及其四分位距**（中间一半样本所在的范围）给出。**只有当两者的范围不重叠时，结论才会说其中一个比另一个快**；否则结论是：在这一精度下测不出差别。加速比等比值也附有范围：当且仅当结论认定有差别时，该范围不包含 1。与计时无关的数字（字节数、运算次数、数值误差）每次运行都相同。
+# **计时因运行而异，也因机器而异**。本页的每一个时间、带宽、加速比和结论，都是在构建本页时、在构建它的那台机器（名称见下文）上测得的，而那台机器当时可能正同时运行着其他任务。因此，每种实现都计时多次，并且所有实现的重复测量交错进行，让后台负载均匀地落在每一种实现上；每个计时都以**中位数及其四分位距**（中间一半样本所在的范围）给出。**只有当两者耗时的范围不重叠时，结论才会说其中一个比另一个快**；否则结论是：在这一精度下测不出差别。加速比等比值也附有范围：当且仅当结论认定有差别时，该范围不包含 1。与计时无关的数字（字节数、运算次数、数值误差）每次运行都相同。
 
 # %% [markdown]
 # ## 结论 { #what-we-found }
@@ -28,7 +28,7 @@
 #
 # [[gpu-results:norm_speed]]
 #
-# GPU 数据来自 `make bench-gpu`，而不是本页的这次运行，因为本页是在 CPU 上构建的（下文“在 GPU 上”一节说明测量方法）。每个尺寸用到的内核，都与按这一形状编译的模型所得到的内核相同：重新做一次 `torch.compile(dynamic=False)`。输入在超过 L2 缓存容量的内存中轮换，样本用 CUDA 事件计时，拷贝带宽在同一次运行中测量。判定规则与 CPU 上相同：只有当两种实现的计时范围不重叠时，才说其中一个比另一个快。
+# GPU 数据来自 `make bench-gpu`，而不是本页的这次运行，因为本页是在 CPU 上构建的（下文“在 GPU 上”一节说明测量方法）。判定规则与 CPU 上相同，用在表中印出的范围上：每个数字的范围是它自己耗时的四分位距，换算成拷贝带宽中位数的比例；只有当一种实现的范围与最快的那些实现的范围都不重叠时，才把它排在它们之后。
 #
 # **选用粗体的单元格**。对每种数据类型、尺寸和计算方式，粗体标出最快的实现，以及测不出比它慢的实现：在这一形状的模型里就该用它们。达到拷贝带宽 100 % 附近的归一化，单靠自身已没有提升余地；再要更快，只能把更多工作融合进同一遍内存访问，例如归一化之前的残差加法：[GPU 上的 RMSNorm](../../fast/rmsnorm-gpu/) 用一个 Triton 内核把它融合进来，并用同样的方法测量这个内核。
 #
@@ -38,9 +38,9 @@
 #
 # 那种方式测到的，并不是模型实际得到的内核：
 #
-# - 编译出的代码按函数保存，由一个类的所有实例共用：形状相同的第二个 `RMSNorm` 运行的是为第一个编译的图（下文“在 GPU 上”一节统计了这一点）。为 CPU、为其他尺寸或其他梯度模式构建的模块，都会往这个类的 `forward` 唯一的缓存里添加条目，而每次调用都要检查这些条目的守卫（guard）；条目数超过 `torch._dynamo.config.recompile_limit` 之后，这个函数就不再编译，直接以 eager 模式运行。
-# - 用 `dynamic=True` 时，行数变成一个符号：一个为任意行数生成、在遇到的第一个行数上调优的内核，服务于所有行数。（隐藏维度仍是固定的：模块对形状的检查把它变成了一个守卫。）
-# - 单独一次编译后的调用，要先在主机上经过 Dynamo 的守卫检查和 Inductor 的 Python 包装代码，内核才开始运行。如果这段时间与内核的运行时间相当，用挂钟时间计量连续多次调用，测到的就是主机，编译后的 LayerNorm 和编译后的 RMSNorm 不论内核如何，结果都差不多。在整体编译的模型里，守卫在每次调用模型时检查一次，而不是每个归一化检查一次。GPU 表格记录了主机每次调用所用的时间，并用 † 标出主机时间接近 GPU 时间的数据。
+# - 编译出的代码按函数保存，由一个类的所有实例共用：形状相同的第二个 `RMSNorm` 运行的是为第一个编译的图（下文“在 GPU 上”一节统计了这一点）；条目数超过 `torch._dynamo.config.recompile_limit` 之后，这个函数就不再编译，直接以 eager 模式运行。
+# - 用 `dynamic=True` 时，一个在遇到的第一个行数上调优的内核，服务于所有行数。
+# - 单独一次编译后的调用，要先在主机上经过 Dynamo 的守卫（guard）检查和 Inductor 的 Python 包装代码，内核才开始运行。如果这段时间与内核的运行时间相当，用挂钟时间计量连续多次调用，测到的就是主机，编译后的 LayerNorm 和编译后的 RMSNorm 结果就差不多。在整体编译的模型里，守卫在每次调用模型时检查一次，而不是每个归一化检查一次。GPU 表格用 † 标出主机每次调用所用时间接近 GPU 时间的数据。
 # - 在 2048 × 1024、float32 下，$x$ 能装进大型 GPU 的 L2 缓存，所以对上一次调用用过的同一个输入再做调用，很大一部分数据是从缓存读取的。
 
 # %% [markdown]
@@ -52,23 +52,17 @@
 #
 # - `nn.LayerNorm` 和 `F.layer_norm` 前向运行一个融合内核，反向也运行一个，访存量都是理想值。
 # - 在 CPU 上，`nn.RMSNorm` 和 `F.rms_norm` 运行的是与从零实现的 RMSNorm 相同的一串逐元素运算和归约，访存量是理想值的好几倍，所以运算统计预测，在“nn vs nn”和“F vs F”中 LayerNorm 领先；下文赛跑中的结论说明了本次运行是否测到了这一点。PyTorch 已经加入的融合 RMSNorm 内核是面向 CUDA 和 MPS 的。
-# - `nn.RMSNorm` 和 `F.rms_norm` 运行的运算完全相同，`nn.LayerNorm` 和 `F.layer_norm` 也是如此：它们之间的任何差别都是噪声；表格下方的检验行显示了在每种尺寸下，判定规则是否把这种噪声挡在了结论之外。
 # - 从零实现的 LayerNorm 比从零实现的 RMSNorm 搬运更多字节（见下面的统计）：减去均值要多付出一次归约和更多遍完整的逐元素运算。对这两个 eager 模块，运算统计预测 RMSNorm 领先；“scratch vs scratch”那一行给出了实测的节省、它的范围和结论。这正是论文测量时的情形：那些框架把公式的每一步都作为单独的内核来运行。
 # - `torch.compile` 把每个从零实现的模块变成少数几个融合内核（下面会列出），所以两个编译后的归一化搬运的字节数几乎相同；“compiled vs compiled”的结论说明在这里是否测得出差别。
 #
 # **关于“7–64%”**。它不是浮点运算量，也不是归一化本身的属性：它是 2019 年的框架中整个模型的运行时间。就归一化本身而言，结论那一行比较的是这台机器上最快的 RMSNorm 与最快的 LayerNorm，这才是实践者能够选择的比较。在 Transformer 中，归一化本来也只占很小一部分时间：同一层里的矩阵乘法对残差流的每个元素要做 $O(H)$ 次浮点运算，而归一化只有寥寥几次，所以归一化上省下的时间放到整个模型里还会进一步缩水。就 Transformer 而言，论文自己的数字是 Transformer-base 的 6.9%；64% 属于循环模型上的 pRMSNorm。至于 RMSNorm“推理/推断更高效”[C]，这只有当 RMSNorm 的内核和它所替换的 LayerNorm 内核一样好时才成立；在 CPU 上，`nn.RMSNorm` 运行的是一串运算，搬运的字节数是 `nn.LayerNorm` 那一个内核的好几倍。
 #
-# **关于目标**。目标那几行说明，在大尺寸下最快的 RMSNorm 是否达到了拷贝带宽的一半：先是默认分配器，然后是保留释放的内存以供重用；如果它的百分比范围包含 50%，这几行就会说明这个问题没有定论。没有达到目标时，原因就是本页测量的以下几项：
-#
-# 1. **全新的页面**。在 glibc 的默认设置下，每个 32 MiB 及以上的输出都落在新映射的内存上，它的缺页（下面会统计）会叠加到字节流本身的耗时上。拷贝到新张量完全不做算术运算，由它就能看出这部分代价有多大。它拖慢的是每一个非原地（out-of-place）运算，不只是归一化；保留释放的内存以供重用可以消除它（改设置之后的缺页统计显示了对哪些调用确实消除了）。
-# 2. **遍历内存的次数**。eager 模式的 RMSNorm 不可能超过为它打印的“at best”比例：无论用哪种分配器，它的运算链搬运的字节数都是理想值的好几倍。只有融合内核（这里是 `torch.compile`）才能接近拷贝。
-# 3. **权重梯度**。$\partial L/\partial\gamma$ 是对所有行的求和。这个 PyTorch 版本生成的反向内核（其源码就是 `run_and_get_code` 返回的内容）先对所有行求出它，再逐行计算 $\partial L/\partial x$，因此 $x$ 和 $\partial L/\partial y$ 要读两遍：这超出了理想访存量，所以编译后的前向+反向无法像理想内核那样接近拷贝。
-# 4. **核心少，且被共享**。线程不多、机器又同时运行着其他任务时，每个并行区域都要等到两个线程都分到核心才能执行；一次调用包含的并行区域越多，这部分代价越大，也让较短的计时变得粗糙。拷贝带宽本身也随运行而变化，因为末级缓存由同时运行的其他任务共享。正因如此，这里的每个计时都附有范围，落在范围之内的差别一律报告为没有差别。
+# **关于目标**。目标那几行说明，在大尺寸下最快的 RMSNorm 是否达到了拷贝带宽的一半：先是默认分配器，然后是保留释放的内存以供重用；如果它的百分比范围包含 50%，这个问题就没有定论。没有达到目标时，原因就是本页测量的这几项：每个大输出落在全新内存上引起的缺页（见下文“分配器”一节）；eager 运算链多出的内存遍历（即为它打印的“at best”比例）；编译后的反向先对所有行求出 $\partial L/\partial\gamma$，再计算 $\partial L/\partial x$，因此把 $x$ 和 $\partial L/\partial y$ 读了两遍（其源码就是 `run_and_get_code` 返回的内容）；以及核心少、又与其他任务共享，这让较短的计时变得粗糙，也让拷贝带宽随运行而变化。正因如此，每个计时都附有范围。
 
 # %% [markdown]
 # ## 预期 { #what-we-expected }
 #
-# **说法**。介绍前置层归一化（Pre-LN）Transformer 的文章常说，RMSNorm“进一步减少 7-64 % 归一化 FLOPs”[B]，能让推理更高效，还是大模型跑得快的原因。这个数字出自 Zhang & Sennrich 2019（[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)），其摘要写的是 RMSNorm “reduces the running time by 7%∼64% on different models”，即在不同模型上把运行时间缩短 7%∼64%。这是**整个模型**运行时间的缩短（在 GPU 上，分别用 TensorFlow、Theano 和 PyTorch 实现），而不是归一化本身的浮点运算量：按[已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页所转录的论文结果表，Transformer-base 模型节省了 6.9%（即那个“7%”），而“64%”是 pRMSNorm（部分均方根归一化）在一个 GRU 顺序嵌入（order-embedding）模型上的结果（63.9%）；普通 RMSNorm 最多节省 40.8%。这些逐模型的数字来自几份彼此一致的结果表转录，并未对照 PDF 原文核实。
+# **说法**。介绍前置层归一化（Pre-LN）Transformer 的文章常说，RMSNorm“进一步减少 7-64 % 归一化 FLOPs”[B]，能让推理更高效，还是大模型跑得快的原因。这个数字出自 Zhang & Sennrich 2019（[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)），其摘要写的是 RMSNorm “reduces the running time by 7%∼64% on different models”，即在不同模型上把运行时间缩短 7%∼64%。这是**整个模型**运行时间的缩短（在 GPU 上，分别用 TensorFlow、Theano 和 PyTorch 实现），而不是归一化本身的浮点运算量：按论文的结果表（见[已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页和下文的参考来源），Transformer-base 模型节省了 6.9%（即那个“7%”），而“64%”是 pRMSNorm（部分均方根归一化）在一个 GRU 顺序嵌入（order-embedding）模型上的结果（63.9%）；普通 RMSNorm 最多节省 40.8%。
 #
 # **浮点运算**。对 $x$ 的每个元素，LayerNorm 的前向要做：求均值的累加，减去均值，平方，求方差的累加，乘以 $1/\sqrt{\sigma^2+\varepsilon}$，乘以 $\gamma$，再加上 $\beta$；RMSNorm 则只有平方、加法、乘以 $1/\mathrm{RMS}$ 和乘以 $\gamma$。RMSNorm 每个元素的浮点运算更少（第一个代码单元格会把它们数出来），但归一化是**受内存带宽限制的（memory-bound）**：它每搬运一个字节大约只做一次浮点运算，而一个 CPU 核心或一块 GPU 在搬运一个字节的时间里能做许多次浮点运算（下文以“脊点”（ridge point）的形式测量这一比值）。因此，归一化的耗时由它读写的字节数决定，而在这一点上两种归一化几乎相同：读 $x$，写 $y$，外加一两个参数向量。
 #
@@ -129,7 +123,7 @@
 # %% [markdown]
 # ## CPU 上的比赛 { #the-race-on-the-cpu }
 #
-# 每种尺寸先给出它的拷贝带宽，以及拷贝到新张量（`clone`）的带宽占拷贝带宽的百分比。随后每一行按尺寸给出每次调用的时间，以及实际达到的带宽（按理想字节数计）占拷贝带宽的百分比，都是中位数及其四分位距。
+# 每种尺寸先给出它的拷贝带宽，以及拷贝到新张量（`clone`）的带宽占拷贝带宽的百分比。随后每一行按尺寸给出每次调用的时间，即中位数及其四分位距（结论比较的正是这些范围），以及实际达到的带宽（按理想字节数计）占拷贝带宽的百分比，附上两个计时的四分位数所允许的范围。
 
 
 # %%
@@ -190,19 +184,19 @@
 # %% [markdown]
 # ## 分配器 { #the-allocator }
 #
-# 在大尺寸下，拷贝到一个**新**张量，可能比拷贝到已有的张量更慢（见赛跑中“copy to a new tensor”那一行），而每次归一化调用都要写出一个新的输出。PyTorch 的 CPU 分配器用 C 库的 `malloc` 取得每个张量，再用 `free` 归还（pytorch/pytorch `c10/core/impl/alloc_cpu.cpp`）。对超过 mmap 阈值的内存块（这个阈值会动态上调，在 64 位系统上最高到 32 MiB，见 `malloc/malloc.c` 中的 `DEFAULT_MMAP_THRESHOLD_MAX`），glibc 用一次新的 `mmap` 来满足，并在 `free` 时解除映射，所以下一次调用的输出的每个页面第一次被写入时都会触发缺页（page fault）。一次调用的缺页次数如下：
+# 在大尺寸下，拷贝到一个**新**张量，可能比拷贝到已有的张量更慢，而每次归一化调用都要写出一个新的输出。PyTorch 的 CPU 分配器用 `malloc` 取得每个张量，再用 `free` 归还；对超过 mmap 阈值（在 64 位系统上最高 32 MiB）的内存块，glibc 用一次新的 `mmap` 来满足，并在 `free` 时解除映射，所以下一次调用的输出的每个页面第一次被写入时都会触发缺页（page fault）（出处见下文的参考来源）。一次调用的缺页次数如下：
 
 # %%
 
 # %% [markdown]
-# 调高 glibc 的 mmap 阈值和 trim 阈值（用 `mallopt`；见 glibc 手册“Malloc Tunable Parameters”一节），释放的内存块就会留给下一次调用使用；PyTorch 性能调优指南在 CPU 上推荐的 jemalloc 和 TCMalloc 按设计就是这样做的（pytorch/tutorials `recipes_source/recipes/tuning_guide.py`）。`keep_freed_memory` 为本 notebook 余下的部分做这项设置；随后对 `nn.LayerNorm` 和两个编译后的模块重新测量大尺寸。（在 GPU 上，PyTorch 的缓存分配器按设计就会保留释放的内存块。）
+# 调高 glibc 的 mmap 阈值和 trim 阈值（用 `mallopt`），释放的内存块就会留给下一次调用使用；PyTorch 性能调优指南在 CPU 上推荐的 jemalloc 和 TCMalloc 按设计就是这样做的。`keep_freed_memory` 为本 notebook 余下的部分做这项设置；随后对 `nn.LayerNorm` 和两个编译后的模块重新测量大尺寸。（在 GPU 上，PyTorch 的缓存分配器按设计就会保留释放的内存块。）
 
 # %%
 
 # %% [markdown]
 # ## 参考来源 { #sources }
 #
-# - Zhang, Sennrich 2019，*Root Mean Square Layer Normalization*，NeurIPS，[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)：摘要（“reduces the running time by 7%∼64% on different models”），结果表（逐模型的运行时间缩短，来自转录；见[已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页）。
+# - Zhang, Sennrich 2019，*Root Mean Square Layer Normalization*，NeurIPS，[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)：摘要（“reduces the running time by 7%∼64% on different models”），结果表（逐模型的运行时间缩短，取自几份彼此一致的结果表转录，并未对照 PDF 原文核实；见[已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页）。
 # - pytorch/pytorch PR #153666（融合 RMSNorm，CUDA）和 PR #145301（MPS）；`c10/core/impl/alloc_cpu.cpp`（CPU 分配器调用 `posix_memalign` 和 `free`）。
 # - PyTorch 文档：`torch.nn.LayerNorm`、`torch.nn.RMSNorm`、`torch.nn.functional.rms_norm`、`torch.compile`、`torch.cuda.Event`、`torch.cuda.get_device_properties`；`torch/_dynamo/config.py`（`recompile_limit`）和 `torch._dynamo.reset`；PyTorch 性能调优指南（pytorch/tutorials `recipes_source/recipes/tuning_guide.py`，“Switch Memory allocator”）。
 # - GNU C Library 手册，“Malloc Tunable Parameters”（`M_MMAP_THRESHOLD`、`M_TRIM_THRESHOLD`、`MALLOC_MMAP_THRESHOLD_`）；glibc `malloc/malloc.c`（`DEFAULT_MMAP_THRESHOLD_MAX`，64 位系统上为 32 MiB）。

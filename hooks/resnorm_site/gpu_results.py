@@ -7,12 +7,17 @@ versions, the commit, a hash of the benchmark and kernel code (``code_hash``), t
 and every sample. A page holds ``[[gpu-results:SECTION]]`` (a paragraph of its own, in
 Markdown or in a notebook's Markdown cell); the build replaces it with that section's
 table, where and when it was measured, and, when the code's hash now differs from the
-file's, that the code changed since. Without the file the page says that no GPU figures
+file's, that the code changed since; ``[[gpu-results:SECTION-verdict]]`` the verdict at
+the headline size alone, ``[[gpu-results:SECTION-versions]]`` one sentence naming the
+torch and Triton that measured it. Without the file the page says that no GPU figures
 have been recorded yet, and how to record them.
 
-Every figure is a share of the copy bandwidth measured in the same run, as a median with
-the range the interquartile ranges of both timings allow (snippets/norm_speed.py's
-pct_of_copy; tests check the two agree). A verdict is only drawn beyond that spread.
+Every figure is a share of the copy bandwidth measured in the same run: the median time's,
+and in brackets the share at the first and third quartiles of the times (share). One copy
+is timed beside every implementation of a size, so its median scales a column alike and
+the printed ranges overlap where the time ranges do. The verdict and the bold cells apply
+the rule of snippets/norm_speed.py's compare to the ranges as printed (fastest_group):
+a reader who compares two printed ranges reaches the page's verdict.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ SECTIONS = {
 }
 PASSES = ("forward", "forward+backward")
 LAUNCH_BOUND = 0.8  # host time per call / GPU time per call, from which a figure is flagged
+VIEWS = ("verdict", "versions")  # [[gpu-results:SECTION-VIEW]]: a part of the section alone
 ROW_KEYS = {"norm", "impl", "rows", "hidden", "dtype", "passes", "samples", "copy_samples"}
 ROW_KEYS |= {"bytes", "copy_bytes", "compile"}
 TOP_KEYS = {"schema", "date", "commit", "code_hash", "machine", "settings", "rows"}
@@ -77,12 +83,13 @@ WORDS = {
             "to measure the current code."
         ),
         "how": (
-            "Each cell: achieved bandwidth as a share of the copy bandwidth measured in the "
-            "same run: the median, and in brackets the range that the interquartile ranges "
-            "of both timings allow. **Bold**: the fastest of its operation and those not "
-            "measurably slower (ranges of the times overlap). {timer}; inputs rotated through "
-            "{rotate} copies, "
-            "at least twice the L2; {repeats} interleaved rounds."
+            "Each cell: the bandwidth of the median time as a share of the copy's median "
+            "bandwidth, measured in the same run, and in brackets the same share at the first "
+            "and third quartiles of the times (the copy's own range is on its line, common to "
+            "its column). **Bold**: the fastest of its operation and every one whose range, "
+            "as printed, overlaps the range of one in bold: not measurably slower. {timer}; "
+            "inputs rotated through {rotate} copies, at least twice the L2; {repeats} "
+            "interleaved rounds."
         ),
         "compile": (
             "torch.compile: `dynamic={dynamic}`, mode `{mode}`, compiled afresh for every "
@@ -119,11 +126,19 @@ WORDS = {
             "synchronize; one input, not rotated. Bold as in the table above."
         ),
         "verdict": (
-            "On **{gpu}** at {size}, the size of a real LLM layer's activations, as shares "
-            "of the copy bandwidth ({date}; the tables below have every size):"
+            "On **{gpu}** (torch {torch}, Triton {triton}) at {size}, the size of a real "
+            "LLM layer's activations, as shares of the copy bandwidth, each with the range "
+            "of its times ({date}; the tables below have every size):"
         ),
-        "verdict_line": "{what}, {passes}. Fastest, within the spread: {best}. Then: {rest}.",
+        "verdict_line": (
+            "{what}, {passes}. Fastest, and those whose ranges overlap: {best}. Then: {rest}."
+        ),
         "verdict_all": "{what}, {passes}. No difference measurable: {best}.",
+        "versions": (
+            "The GPU figures on this page were measured with torch {torch} and Triton "
+            "{triton}, on {gpu}."
+        ),
+        "none_versions": "No GPU figures have been recorded yet.",
         "figure": "{name}: {pct}",
         "sep": "; ",
         "norm": {
@@ -132,10 +147,13 @@ WORDS = {
             "fused_add_rms_norm": "Residual add + RMSNorm",
         },
         "launch": (
-            "†: the host took at least 80% as long to launch each call as the GPU took to "
-            "run it, so the GPU may have waited between calls: that figure may measure the "
-            "cost of launching a lone call rather than the speed of its kernels."
+            "†: the host's median time to launch one call was at least {bound} of the GPU's "
+            "median time to run it, so the GPU may have waited for the launches, and the "
+            "events that time it count the wait: such a figure may understate the speed of "
+            "the kernels and measure the cost of launching the call."
         ),
+        "launch_times": " Per call, at {size}: {items}.",  # after "launch", in its paragraph
+        "launch_item": "{name}, {passes}: host {host:.0f} µs, GPU {gpu:.0f} µs",
     },
     "zh": {
         "none": (
@@ -156,10 +174,11 @@ WORDS = {
             "它们描述的是改动前的代码。请在 GPU 上运行 `make bench-gpu`，测量当前的代码。"
         ),
         "how": (
-            "每个单元格：实际达到的带宽占同一次运行中测得的拷贝带宽的比例，先是中位数，"
-            "括号里是两个计时的四分位距所允许的范围。**粗体**：同一运算中最快的实现，以及"
-            "测不出比它慢的实现（计时范围重叠）。{timer}；输入在 {rotate} 份副本间轮换，"
-            "总量至少是 L2 的两倍；交错进行 {repeats} 轮。"
+            "每个单元格：中位耗时对应的带宽占同一次运行中拷贝带宽中位数的比例，括号里是耗时的"
+            "第一、第三四分位数对应的同一比例（拷贝自身的范围见拷贝带宽那一行，整列共用）。"
+            "**粗体**：同一运算中最快的实现，以及表中所列范围与某个粗体范围重叠、即测不出比它"
+            "慢的实现。{timer}；输入在 {rotate} 份副本间轮换，总量至少是 L2 的两倍；交错进行 "
+            "{repeats} 轮。"
         ),
         "compile": (
             "torch.compile：`dynamic={dynamic}`，模式 `{mode}`，每个尺寸都重新编译"
@@ -193,11 +212,16 @@ WORDS = {
             "计量连续多次调用，以一次同步结束；只用一个输入，不轮换。粗体的含义同上表。"
         ),
         "verdict": (
-            "在 **{gpu}** 上，尺寸 {size}，即真实 LLM 一层激活的规模，各实现达到的拷贝带宽"
-            "比例如下（{date}；各尺寸的数据见下表）："
+            "在 **{gpu}**（torch {torch}，Triton {triton}）上，尺寸 {size}，即真实 LLM "
+            "一层激活的规模，各实现达到的拷贝带宽比例及其耗时范围如下（{date}；各尺寸的数据"
+            "见下表）："
         ),
-        "verdict_line": "{what}，{passes}。误差范围内最快：{best}。其后：{rest}。",
+        "verdict_line": (
+            "{what}，{passes}。最快的实现，以及范围与其重叠、分不出快慢的：{best}。其后：{rest}。"
+        ),
         "verdict_all": "{what}，{passes}。测不出差别：{best}。",
+        "versions": "本页的 GPU 数据是用 torch {torch} 和 Triton {triton} 在 {gpu} 上测得的。",
+        "none_versions": "还没有记录任何 GPU 数据。",
         "figure": "{name}：{pct}",
         "sep": "；",
         "norm": {
@@ -206,9 +230,12 @@ WORDS = {
             "fused_add_rms_norm": "残差加法 + RMSNorm",
         },
         "launch": (
-            "†：主机启动每次调用所用的时间，至少是 GPU 运行它的时间的 80%，GPU 可能在两次调用"
-            "之间等待：这个数字测到的可能是单独启动一次调用的开销，而不是其内核的速度。"
+            "†：主机启动一次调用所用时间的中位数，至少是 GPU 运行它所用时间中位数的 {bound}，"
+            "所以 GPU 可能在等待启动，而为它计时的事件把等待也算了进去：这样的数字可能低估了"
+            "内核的速度，测到的是启动这次调用的开销。"
         ),
+        "launch_times": "每次调用，尺寸 {size}：{items}。",
+        "launch_item": "{name}，{passes}：主机 {host:.0f} 微秒，GPU {gpu:.0f} 微秒",
     },
 }
 TIMER = {
@@ -288,19 +315,49 @@ def quartiles(samples) -> tuple[float, float, float]:
     return at(0.5), at(0.25), at(0.75)
 
 
-def pct_of_copy(row) -> tuple[float, float, float]:
-    """A row's bandwidth as a percentage of the copy's: median, low, high."""
-    (nm, nl, nh), (cm, cl, ch) = quartiles(row["samples"]), quartiles(row["copy_samples"])
-    scale = 100 * row["bytes"] / row["copy_bytes"]
-    return scale * cm / nm, scale * cl / nh, scale * ch / nl
+def share(row) -> tuple[float, float, float]:
+    """A row's figure: the bandwidth of its median time as a percentage of the copy's median
+    bandwidth (snippets/norm_speed.py's pct_of_copy), and the same at its third and first
+    time quartiles: (median, low, high). The copy's spread is left to the copy's own line:
+    it is common to every implementation of a size, and would blur their comparison."""
+    (nm, nl, nh), copy = quartiles(row["samples"]), quartiles(row["copy_samples"])[0]
+    scale = 100 * row["bytes"] / row["copy_bytes"] * copy
+    return scale / nm, scale / nh, scale / nl
+
+
+def printed(row) -> tuple[int, int, int]:
+    """share(row) as the page prints it, in whole percent."""
+    return tuple(int(f"{v:.0f}") for v in share(row))
 
 
 def fastest_group(rows) -> set:
     """The impls of rows (one operation, size, dtype, pass) not measurably slower than the
-    fastest: their time ranges overlap the fastest one's (the rule of norm_speed.compare)."""
-    spans = {r["impl"]: quartiles(r["samples"]) for r in rows}
-    best = min(spans, key=lambda impl: spans[impl][0])
-    return {impl for impl, (_, low, _) in spans.items() if low <= spans[best][2]}
+    fastest: norm_speed.compare's rule (ranges that overlap or touch tell nothing apart),
+    applied to the ranges as printed, and to each pair: every impl whose printed range
+    overlaps that of one in the group joins it. So no impl left out overlaps one put in,
+    and each left out is slower, by its whole range, than each put in."""
+    figures = {r["impl"]: printed(r) for r in rows}
+    group = {max(rows, key=lambda r: share(r)[0])["impl"]}
+    grown = True
+    while grown:
+        joining = {
+            impl
+            for impl, (_, low, high) in figures.items()
+            if impl not in group
+            and any(low <= figures[g][2] and figures[g][1] <= high for g in group)
+        }
+        group |= joining
+        grown = bool(joining)
+    return group
+
+
+def _figure(row) -> str:
+    m, low, high = printed(row)
+    return f"{m}% ({low}–{high})"
+
+
+def _dagger(row) -> str:
+    return " †" if launch_bound(row) else ""
 
 
 def launch_bound(row) -> bool:
@@ -310,8 +367,19 @@ def launch_bound(row) -> bool:
     return bool(host) and quartiles(host)[0] >= LAUNCH_BOUND * quartiles(row["samples"])[0]
 
 
+def launch_note(lang: str) -> str:
+    """What † means, with the bound it is drawn at."""
+    return WORDS[lang]["launch"].format(bound=f"{LAUNCH_BOUND:.0%}")
+
+
 def _column(row) -> tuple:
     return (row["dtype"], row["rows"], row["hidden"])
+
+
+def _order(col) -> tuple:
+    """Columns float32 first, then by elements, then by tokens: one order on every build."""
+    dtype, rows, hidden = col
+    return (dtype != "float32", rows * hidden, rows)
 
 
 def _column_name(col) -> str:
@@ -323,7 +391,7 @@ def table(rows, norms, lang: str) -> str:
     """One Markdown table per pass: a line per implementation, a column per dtype and size."""
     words = WORDS[lang]
     rows = [r for r in rows if r["norm"] in norms]
-    cols = sorted({_column(r) for r in rows}, key=lambda c: (c[0] != "float32", c[1] * c[2]))
+    cols = sorted({_column(r) for r in rows}, key=_order)
     out = []
     for p in PASSES:
         here = [r for r in rows if r["passes"] == p]
@@ -358,10 +426,8 @@ def table(rows, norms, lang: str) -> str:
                 if r is None:
                     cells.append(words["missing"])
                     continue
-                m, low, high = pct_of_copy(r)
-                cell = f"{m:.0f}% ({low:.0f}–{high:.0f})"
-                cell = f"**{cell}**" if impl in best[(norm, c)] else cell
-                cells.append(cell + " †" if launch_bound(r) else cell)
+                cell = f"**{_figure(r)}**" if impl in best[(norm, c)] else _figure(r)
+                cells.append(cell + _dagger(r))
             name = words["impl"].get((norm, impl), f"{norm} {impl}")
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         out.append("\n".join(lines))
@@ -373,8 +439,8 @@ def chart(rows, norms, lang: str, passes: str, chart_id: str) -> str:
     whisker: range) per dtype and size, under the roof, the copy at 100 % (dashed)."""
     words = WORDS[lang]
     rows = [r for r in rows if r["norm"] in norms and r["passes"] == passes]
-    cols = sorted({_column(r) for r in rows}, key=lambda c: (c[0] != "float32", c[1] * c[2]))
-    spans = {id(r): pct_of_copy(r) for r in rows}
+    cols = sorted({_column(r) for r in rows}, key=_order)
+    spans = {id(r): share(r) for r in rows}
     top = max([110.0] + [hi for _, _, hi in spans.values()])
     left, width, bar, y = 300, 320, 12, 10
     x = lambda v: left + width * v / top  # noqa: E731
@@ -427,56 +493,83 @@ def headline(rows) -> tuple:
     return max(half, key=lambda c: (c[1] * c[2], c[1]))
 
 
+def _name(row, words) -> str:
+    return words["impl"].get((row["norm"], row["impl"]), row["impl"])
+
+
 def verdict(rows, norms, lang: str, data: dict) -> str:
     """A few sentences, at the headline size: per operation and pass, the fastest
-    implementations within the spread (fastest_group), then the rest, with their figures."""
-    words, col = WORDS[lang], headline(rows)
-    lines = [words["verdict"].format(gpu=data["machine"].get("gpu"), size=_column_name(col),
+    implementations and those the ranges cannot tell from them (fastest_group), then the
+    rest, with their figures; under them, what † means and the host's and the GPU's time
+    per call of each figure it marks."""
+    words, col, m = WORDS[lang], headline(rows), data["machine"]
+    lines = [words["verdict"].format(gpu=m.get("gpu"), torch=m.get("torch"),
+                                     triton=m.get("triton") or "–", size=_column_name(col),
                                      date=str(data["date"])[:10])]  # fmt: skip
-
-    def figure(r):
-        m, low, high = pct_of_copy(r)
-        name = words["impl"].get((r["norm"], r["impl"]), r["impl"])
-        pct = f"{m:.0f}% ({low:.0f}–{high:.0f}){' †' if launch_bound(r) else ''}"
-        return words["figure"].format(name=name, pct=pct)
-
+    flagged = []
     for norm in norms:
         for p in PASSES:
             here = [r for r in rows if (r["norm"], r["passes"]) == (norm, p)
                     and _column(r) == col]  # fmt: skip
             if not here:
                 continue
-            here.sort(key=lambda r: -pct_of_copy(r)[0])
+            here.sort(key=lambda r: -share(r)[0])
             best = fastest_group(here)
-            top = words["sep"].join(figure(r) for r in here if r["impl"] in best)
-            rest = words["sep"].join(figure(r) for r in here if r["impl"] not in best)
+            top, rest = (
+                words["sep"].join(
+                    words["figure"].format(name=_name(r, words), pct=_figure(r) + _dagger(r))
+                    for r in here
+                    if (r["impl"] in best) == inside
+                )
+                for inside in (True, False)
+            )
             what, passes = words["norm"][norm], words["pass"][p].lower()
             key = "verdict_line" if rest else "verdict_all"
             lines.append("- " + words[key].format(what=what, passes=passes, best=top, rest=rest))
-    flagged = any(launch_bound(r) for r in rows if _column(r) == col)
+            flagged += [r for r in here if launch_bound(r)]
     # a blank line after the first: Python-Markdown starts a list only after one
-    return lines[0] + "\n\n" + "\n".join(lines[1:]) + ("\n\n" + words["launch"] if flagged else "")
+    out = lines[0] + "\n\n" + "\n".join(lines[1:])
+    if not flagged:
+        return out
+    items = words["sep"].join(
+        words["launch_item"].format(
+            name=_name(r, words),
+            passes=words["pass"][r["passes"]].lower(),
+            host=quartiles(r["host_samples"])[0] * 1e6,
+            gpu=quartiles(r["samples"])[0] * 1e6,
+        )
+        for r in flagged
+    )
+    times = words["launch_times"].format(size=_column_name(col), items=items)
+    return out + "\n\n" + launch_note(lang) + times
 
 
 def render(section: str, data: dict | None, current_hash: str, lang: str) -> str:
     """The Markdown that stands for [[gpu-results:SECTION]]: provenance, table, notes;
-    for [[gpu-results:SECTION-verdict]], the verdict at the headline size alone."""
-    brief = section.endswith("-verdict")
-    section = section.removesuffix("-verdict")
+    for [[gpu-results:SECTION-verdict]], the verdict at the headline size alone; for
+    [[gpu-results:SECTION-versions]], the torch and Triton the figures were measured with."""
+    section, _, view = section.partition("-")
     if section not in SECTIONS:
         raise ResultsError(f"unknown section {section!r}; known: {sorted(SECTIONS)}")
+    if view and view not in VIEWS:
+        raise ResultsError(f"unknown view {view!r} of {section!r}; known: {list(VIEWS)}")
     words = WORDS[lang]
     key, norms = SECTIONS[section]
     rows = [r for r in (data or {}).get(key, []) if r["norm"] in norms]
     if not rows:  # the old way is shown below the main table, which already says so
-        return words["none_old" if section == "old_method" else "none"].format(file=RESULTS_FILE)
+        none = "none_versions" if view == "versions" else "none"
+        return words["none_old" if section == "old_method" else none].format(file=RESULTS_FILE)
+    m = data["machine"]
+    if view == "versions":
+        return words["versions"].format(
+            torch=m.get("torch"), triton=m.get("triton") or "–", gpu=m.get("gpu")
+        )
     stale = data["code_hash"] != current_hash
     since = words["stale" if stale else "fresh"].format(
         old=str(data["code_hash"])[:12], new=current_hash[:12], hash=current_hash[:12]
     )
-    if brief:  # the verdict says only when its figures are stale
+    if view == "verdict":  # the verdict says only when its figures are stale
         return verdict(rows, norms, lang, data) + (f"\n\n{since}" if stale else "")
-    m = data["machine"]
     parts = [
         words["where"].format(
             gpu=m.get("gpu"),
@@ -504,7 +597,7 @@ def render(section: str, data: dict | None, current_hash: str, lang: str) -> str
     rotate = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
     parts.append(words["how"].format(timer=timer, rotate=rotate, repeats=repeats))
     if any(launch_bound(r) for r in rows):
-        parts.append(words["launch"])
+        parts.append(launch_note(lang))
     compiled = [r["compile"] for r in rows if r.get("compile")]
     if compiled:
         c = compiled[0]
