@@ -376,10 +376,13 @@ SOURCES_HEADING = re.compile(r"^(#{2,}) .*\{ *#sources *\}[ \t]*$", re.M)
 
 def sources_section(markdown: str) -> tuple[int, int] | None:
     """The character range of a page's sources section (``## 参考来源 { #sources }``, up to
-    the next heading of its level or above), or None."""
+    the next heading of its level or above, the page's closing line naming the next step,
+    or its footnote definitions), or None."""
     start = SOURCES_HEADING.search(markdown)
     if start is None:
         return None
     level = len(start.group(1))
-    end = re.compile(rf"^#{{1,{level}}} ", re.M).search(markdown, start.end())
+    end = re.compile(
+        rf"^#{{1,{level}}} |^\[\^[^\]\n]+\]:|^\*\*(?:Next:|下一步：)\*\*", re.M
+    ).search(markdown, start.end())
     return start.start(), end.start() if end else len(markdown)

@@ -19,6 +19,14 @@
 // travel with the page they belong to (experiments/vector_widget.zh.md), so this file
 // needs no list of languages, and instant navigation between languages needs nothing
 // more. Numbers are never localized: every language shows the same digits.
+//
+// The link: the page's query string may set the controls the widget starts with, so that
+// another page can link to the setting it talks about, e.g.
+//   experiments/vector_widget/?placement=post&depth=24
+// Keys (LINK below): placement (post|pre|sandwich|output|none), norm (layernorm|rmsnorm),
+// s (the scale), d (2-16), depth (N, 1-64), seed (0-4294967295), eps (> 0). Each value is
+// checked as a typed one is; one the widget cannot use is left out, the control keeps its
+// default and the status line says so. Other keys (Material's search adds h=) are not ours.
 (() => {
   "use strict";
 
@@ -45,6 +53,20 @@
   const START = {
     d: 8, seed: 0, placement: "pre", norm: "layernorm", eps: "1e-5", scale: 1, depth: 12,
   };
+  // The link's keys, in the order they are checked: each sets one field of the state and
+  // names the control a reader would type it into (for the status line).
+  const LINK = [
+    { key: "placement", field: "placement", control: "placement", kind: "option" },
+    { key: "norm", field: "norm", control: "norm", kind: "option" },
+    { key: "s", field: "scale", control: "scale", kind: "number" },
+    { key: "d", field: "d", control: "d", kind: "number" },
+    { key: "depth", field: "depth", control: "depth", kind: "number" },
+    { key: "seed", field: "seed", control: "seed", kind: "number" },
+    { key: "eps", field: "eps", control: "eps", kind: "number" },
+  ];
+  // A number as a link writes it: decimal, with an optional exponent (no hex, no Infinity).
+  const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+  const LINK_TEXT_MAX = 40; // a longer value is cut in the message
 
   // Every word the widget shows, in English; a page may replace any of them (see the top).
   const STRINGS = Object.freeze({
@@ -74,6 +96,8 @@
     number: "{what} must be a number",
     positive: "ε must be a number > 0",
     kept: "{problem}; the widget keeps {value}.",
+    oneOf: "{what} must be one of {options}",
+    fromLink: "{problem}, but the link gives {key}={value}",
     // the stages
     stagesHeading: "The stages of one connection",
     summary: "{placement} with {norm}: {stages}.",
@@ -382,6 +406,47 @@
         ? ""
         : fillText(words.wholeNumber, { what, lo, hi });
     const finite = (what) => (v) => (Number.isFinite(v) ? "" : fillText(words.number, { what }));
+    const positive = (v) => (Number.isFinite(v) && v > 0 ? "" : words.positive);
+    const oneOf = (what, options) => (v) =>
+      options.some((o) => o.id === v)
+        ? ""
+        : fillText(words.oneOf, { what, options: options.map((o) => o.id).join(", ") });
+
+    // The link's settings (LINK, at the top): each must pass the check a typed value
+    // passes; one that does not is left out and said, and its control keeps the default.
+    const linkChecks = {
+      placement: oneOf("placement", PLACEMENTS),
+      norm: oneOf("norm", NORMS),
+      s: finite("s"),
+      d: integer("d", DIM.min, DIM.max),
+      depth: integer("N", DEPTH.min, DEPTH.max),
+      seed: integer(words.seedName, 0, SEED_MAX),
+      eps: positive,
+    };
+    const keptName = (field, value) =>
+      field === "placement" || field === "norm" ? words[`${field}.${value}`] : value;
+
+    function readLink(search) {
+      const params = new URLSearchParams(search);
+      for (const { key, field, control, kind } of LINK) {
+        if (!params.has(key)) continue;
+        const text = params.get(key);
+        const trimmed = text.trim();
+        const value = kind === "option" ? trimmed : DECIMAL.test(trimmed) ? Number(trimmed) : NaN;
+        const problem = linkChecks[key](value);
+        if (!problem) {
+          state[field] = value;
+          continue;
+        }
+        const came = text.length > LINK_TEXT_MAX ? `${text.slice(0, LINK_TEXT_MAX)}…` : text;
+        report(control, fillText(words.kept, {
+          problem: fillText(words.fromLink, { key, value: came, problem }),
+          value: keptName(field, state[field]),
+        }));
+      }
+      state.x = randomVector(state.d, state.seed);
+    }
+    readLink(window.location.search);
 
     // A slider and a typed number for one value.
     function pair(name, label, range, parse, apply, current) {
@@ -493,6 +558,7 @@
     function radios(name, legend, options, key) {
       const choose = (event) => {
         state[key] = event.target.value;
+        report(name, ""); // a value the link gave and the widget left out is now replaced
         render();
       };
       return el("fieldset", { class: "rn-vw-radios", "data-control": name },
@@ -516,11 +582,10 @@
       id: id("eps"),
       step: "any",
       min: 0,
-      value: START.eps,
+      value: state.eps === Number(START.eps) ? START.eps : String(state.eps),
       inputmode: "decimal",
       "data-control": "eps",
     });
-    const positive = (v) => (Number.isFinite(v) && v > 0 ? "" : words.positive);
     const setEps = (v) => {
       state.eps = v;
       render();
