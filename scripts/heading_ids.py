@@ -7,6 +7,7 @@ in both languages; this prints the ids to copy, and the i18n tests compare them.
 
 from __future__ import annotations
 
+import re
 import sys
 
 import markdown
@@ -48,10 +49,16 @@ CONFIGS = {
 }
 
 
+# A fence's options beyond its language (```python excerpt="file.py:name", which the build
+# fills with the module's lines) are not superfences syntax: such a fence would read as
+# text, and an empty one would open a block that hides every heading after it.
+FENCE_OPTIONS = re.compile(r"^([ \t]*(?:`{3,}|~{3,})[ \t]*(?!plantuml)[\w+-]+)[ \t]+[^`\n]*$", re.M)
+
+
 def heading_ids(text: str) -> list[tuple[int, str, str]]:
     """(level, id, title) of every heading, in page order, code blocks ignored."""
     md = markdown.Markdown(extensions=EXTENSIONS, extension_configs=CONFIGS)
-    md.convert(text)
+    md.convert(FENCE_OPTIONS.sub(r"\1", text))
     out: list[tuple[int, str, str]] = []
 
     def walk(tokens):

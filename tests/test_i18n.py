@@ -103,6 +103,11 @@ def test_headings_after_a_diagram_are_found():
     assert [anchor for _, anchor, _ in heading_ids(page)] == ["t", "after"]
 
 
+def test_headings_after_an_excerpt_fence_are_found():
+    page = '# T\n\n```python excerpt="transformer.py:needs_final_norm"\n```\n\n## After { #after }\n'
+    assert [anchor for _, anchor, _ in heading_ids(page)] == ["t", "after"]
+
+
 @pytest.mark.parametrize("page", PAGES, ids=IDS)
 def test_every_page_has_a_chinese_twin(page: Path):
     assert twin(page).is_file(), f"{page.relative_to(ROOT)} has no Chinese twin {twin(page).name}"
