@@ -345,8 +345,9 @@ for n in DEPTHS:
 #   2's picture of a stream that keeps growing holds. Where the curve lies relative to
 #   the band is printed above: the first layers stay just below the band (the
 #   Xavier-initialized feed-forward branch with $d_{ff} = 4d$ adds less than the lemma's
-#   lower slope, as computed), and the increase per layer rises with depth, so the
-#   growth is somewhat faster than linear ($k$ above). That rise fits the tokens
+#   lower slope, as computed), and the increase per layer rises with depth. The
+#   exponent $k$ printed above says how fast the stream grows: linear growth gives
+#   $k = 1$, and an interval wholly above 1 means faster than linear. That rise fits the tokens
 #   becoming alike with depth (measured in the gradient experiment): attention then
 #   stops averaging its values down. The band is proved for a simplified layer, not this
 #   one.
@@ -405,6 +406,13 @@ results["pre_stream_increase_first_layers"] = f"{steps[:4].mean():.2f}"
 results["pre_stream_increase_last_layers"] = f"{steps[-4:].mean():.2f}"
 results["pre_layers_inside_lemma2_band"] = f"{int(inside.sum())}/{N_LAYERS}"
 results["pre_stream_growth_exponent"] = f"{k:.2f}"
+growth_kind = "faster" if k_lo > 1 else "slower" if k_hi < 1 else "linear"
+results["pre_stream_growth_verdict"] = {
+    "phrase": f"growth.{growth_kind}",
+    "exponent": f"{k:.2f}",
+    "low": f"{k_lo:.2f}",
+    "high": f"{k_hi:.2f}",
+}
 for (p, n), r in runs.items():
     results[f"final_loss_{p}_L{n}"] = "diverged" if r.diverged else f"{r.eval_loss:.2f}"
 results["runs_diverged"] = f"{n_diverged}/{len(runs)}"

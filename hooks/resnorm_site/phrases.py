@@ -52,6 +52,10 @@ PHRASES = {
         "trend.faster": "falls faster than 1/sqrt(L)",
         "trend.slower": "falls, but more slowly than 1/sqrt(L)",
         "trend.grows": "grows with depth",
+        # the Pre-LN stream's growth with the layer index l, from its exponent's interval
+        "growth.faster": "faster than linear (k = {exponent}, 95% interval {low} to {high}, above 1)",
+        "growth.linear": "about linear (k = {exponent}, 95% interval {low} to {high}, holds 1)",
+        "growth.slower": "slower than linear (k = {exponent}, 95% interval {low} to {high}, below 1)",
         # making norms fast
         "machine": "CPU {cpu}, {cores} logical CPUs, {threads} torch threads, torch {torch}, {gpu}",
         "gpu.none": "no CUDA GPU",
@@ -118,6 +122,9 @@ PHRASES = {
         "trend.faster": "下降得比 1/sqrt(L) 更快",
         "trend.slower": "随深度下降，但比 1/sqrt(L) 慢",
         "trend.grows": "随深度增大",
+        "growth.faster": "比线性更快（k = {exponent}，95% 置信区间 {low} 至 {high}，在 1 之上）",
+        "growth.linear": "大致是线性的（k = {exponent}，95% 置信区间 {low} 至 {high}，包含 1）",
+        "growth.slower": "比线性更慢（k = {exponent}，95% 置信区间 {low} 至 {high}，在 1 之下）",
         "machine": "CPU {cpu}，{cores} 个逻辑 CPU，{threads} 个 torch 线程，torch {torch}，{gpu}",
         "gpu.none": "没有 CUDA GPU",
         "gpu.named": "GPU {name}",
