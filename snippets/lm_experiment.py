@@ -9,7 +9,8 @@ The parts, each small enough to read in one go:
   or inverse-square-root decay (the inverse-sqrt one is Vaswani et al. 2017,
   arXiv 1706.03762, §5.3).
 - ``train_lm``: Adam with betas (0.9, 0.98), as Vaswani et al. §5.3 and
-  Xiong et al. 2020 (arXiv 2002.04745, §3.2); returns one ``TrainResult``:
+  Xiong et al. 2020 (arXiv 2002.04745, §3.2), or RAdam (Liu et al. 2019,
+  arXiv 1908.03265) with the same betas; returns one ``TrainResult``:
   the loss curve, a held-out loss and a divergence flag. It takes any model
   that maps token ids (B, T) to logits (B, T, vocab_size), e.g. the
   handbook's GPT.
@@ -194,6 +195,9 @@ def lr_lambda(
 
 
 # --8<-- [start:train]
+OPTIMIZERS = ("adam", "radam")
+
+
 @dataclass
 class TrainResult:
     losses: list[float]  # training loss at every step (nan from a blow-up on)
@@ -225,13 +229,16 @@ def train_lm(
     seed: int = 0,
     tail: int = 20,
     eval_batch_size: int = 64,
+    optimizer: str = "adam",
 ) -> TrainResult:
     """Train ``model`` on fresh batches of ``language``; one seed, the same batches.
 
     ``model(idx)`` must return logits of shape (B, T, vocab_size), or a tuple
     whose first item is. No weight decay and no gradient clipping: the
     experiments ask what the placement and the schedule alone do. The learning
-    rate is ``lr * lr_lambda(step, warmup_steps, steps, decay)``. After training,
+    rate is ``lr * lr_lambda(step, warmup_steps, steps, decay)``. ``optimizer`` is
+    "adam" or "radam" (``torch.optim.RAdam``: Adam whose adaptive step is switched
+    off, then scaled down, while it rests on too few gradients). After training,
     ``eval_batch_size`` more sequences, drawn after the training batches from
     the same generator (so never trained on), give ``eval_loss``. A non-finite
     loss stops the run: the rest of ``losses`` is nan and it counts as diverged.
@@ -254,11 +261,14 @@ def train_lm(
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
     if decay not in LR_DECAYS:
         raise ValueError(f"decay must be one of {LR_DECAYS}, got {decay!r}")
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
     params = list(model.parameters())
     if not params:
         raise ValueError("model has no parameters to train")
     device = params[0].device
-    opt = torch.optim.Adam(params, lr=lr, betas=betas, foreach=True)  # one op per step
+    make_opt = torch.optim.RAdam if optimizer == "radam" else torch.optim.Adam
+    opt = make_opt(params, lr=lr, betas=betas, foreach=True)  # one op per step
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: lr_lambda(s, warmup_steps, steps, decay)
     )

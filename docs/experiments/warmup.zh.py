@@ -110,6 +110,26 @@
 # %%
 
 # %% [markdown]
+# ## 用 Adam 时的预热：第一步与 RAdam { #warmup-under-adam-the-first-step-and-radam }
+#
+# Adam 会把每个梯度除以对其自身大小的滑动估计，所以一步的大小不随梯度的大小增长（Kingma 和 Ba，2014，[arXiv 1412.6980](https://arxiv.org/abs/1412.6980)，§2.1）。它为什么还需要预热？这里把两种解释放在一起。[Xiong 等人](https://arxiv.org/abs/2002.04745)的解释（§3.3–3.4）：初始化时 Post-LN 顶部几层的梯度很大，用它们迈出全尺寸的步会让训练不稳定。Liu 等人的解释（[RAdam](https://arxiv.org/abs/1908.03265)，§3）：在最初几步，Adam 用来相除的估计依据的是寥寥几个梯度，所以它给出的步长变化剧烈；预热能抑制这一点，RAdam 则改为在估计依据的梯度还太少时关掉这一除法，此后把步长缩小（§4.2，算法 2）。
+#
+# 先看一步：从种子 0 的权重出发，在一个批次上以高学习率走一步，看最后一个前馈权重 $W^{2,L}$ 的梯度（定理 1 所说的量）、被这一步按完整学习率移动的权重占全部权重的比例、权重矩阵相对其自身大小的移动量的中位数，以及 logit 相对其自身大小的移动量（后两者都按均方根计）。
+
+# %%
+
+# %%
+
+# %% [markdown]
+# Adam 的第一步是学习率乘以梯度的符号：在第一步，偏差校正后的二阶矩就是那一个梯度的平方，所以每个权重都移动一个学习率，不论它的梯度多大（“moved by lr”一列）。RAdam 的最初几步是普通的动量步，即学习率乘以梯度本身，所以在这里它们对权重和 logit 的移动要小得多（最后两行）。
+#
+# 接着是训练：不预热的 RAdam，高学习率，两种归一化位置，三个种子，与不预热和预热的 Adam 并列。RAdam 的校正把 Adam 的步长乘以一个因子 $r_t$，随着估计平均的梯度增多，它从大约 0.1 增大到接近 1；在本 notebook 的 $\beta_2 = 0.98$ 下，下面把它与 50 步预热并列算出，两者都乘以运行时所用的余弦衰减。
+
+# %%
+
+# %%
+
+# %% [markdown]
 # ## 结论 { #verdict }
 #
 # 由上面的运行计算得出：先是主要结论，然后是对其他论断的检验。
@@ -135,12 +155,13 @@
 #   四个最终损失彼此接近（跨度已在上面打印）。归一化位置只在学习率高时才起作用。
 # - **Pre-LN 同样能从预热中获益**（在高学习率下）。Pre-LN“不需要学习率预热”[D]，在这里成立的意思是：
 #   没有预热它也能训练，而不是说预热毫无用处；大型 Pre-LN 模型仍然会做预热（LLaMA：2,000
-#   步，Touvron et al. 2023，[arXiv 2302.13971](https://arxiv.org/abs/2302.13971)，§2.3）。
+#   步，Touvron 等人，2023，[arXiv 2302.13971](https://arxiv.org/abs/2302.13971)，§2.3）。
 # - **初始化和归一化位置同样重要**。换用 GPT-2 的小初始化后，这组关键对照的结果就不一样了（上面
 #   GPT-2 的结论行给出了三个种子的计数）：高学习率、无预热的 Post-LN
 #   能够训练，而且最终损失可能**低于** Pre-LN。要出现失败，权重需要达到 Xavier
 #   的量级，前期探索中也是如此，而且那时还需要更宽的模型。两个结果出自同一次 notebook
 #   运行，读者应当把它们放在一起权衡：在这个规模上，Post-LN 是否需要预热取决于初始化（它与论文如何对上，见[为什么 Pre-LN 训练更稳定](../../placement/pre-ln/#why-pre-ln-trains-more-stably)）。
+# - **用 Adam 时的预热**。在第一步表格的全部四种设置下，Adam 的第一步都把大部分权重移动了完整的学习率，对 logit 的移动也达到或超过其自身大小；然而失败的只有用 Xavier 初始化的 Post-LN。在这里，这一步的大小和由一个梯度做出的估计所带的噪声，单独哪一个都不决定结果；起决定作用的是模型。4 层时，两种归一化位置在初始化时顶层的梯度相近（定理 1 给出的差距随深度增大），而 GPT-2 的初始化让 Post-LN 的这一梯度小得多。不预热的 RAdam 把两种归一化位置都训练起来了（见上面的计数），这符合方差的解释，而且它对 Pre-LN 也有帮助。但在最初 25 步里，它的因子与 50 步预热很接近（见上表），所以这些运行分辨不出 RAdam 的解释和 Xiong 等人的解释。它的最终损失高于带预热的 Adam，因为加上余弦衰减后，它的因子始终没有超过打印出的最大值，约为峰值学习率的一半。能把两者分开的实验本页没有做：在第一步之前就建好估计的 Adam（Liu 等人的 Adam-2k，§3.1），以及有无预热的 SGD（Xiong 等人，§3.2）。两种解释的对照见[用 Adam 时的预热](../../placement/post-ln/#warmup-under-adam)。
 # - **这几篇文章的论断**，在这个规模上的检验结果：Post-LN“需要预热”[D]，在高学习率、Xavier
 #   初始化时成立，在中等学习率下或使用 GPT-2 初始化时都不成立。Pre-LN“可以使用更大的学习率”[D]，也只在同样狭窄的意义上成立：用 Xavier 初始化时，高学习率、无预热能训练
 #   Pre-LN，却训练不了 Post-LN；用 GPT-2 初始化时两者都能训练。Pre-LN“收敛更快”[D]：上面的“steps to
@@ -154,12 +175,13 @@
 #
 # ## 参考来源 { #sources }
 #
-# - Xiong et al. 2020，*On Layer Normalization in the Transformer Architecture*，[arXiv 2002.04745](https://arxiv.org/abs/2002.04745)：§3.2（预热研究），§3.3（定理
-#   1），§4（不用预热的 Pre-LN，BERT）。
-# - Vaswani et al. 2017，[arXiv 1706.03762](https://arxiv.org/abs/1706.03762)，§5.3（Adam
+# - Xiong 等人，2020，*On Layer Normalization in the Transformer Architecture*，[arXiv 2002.04745](https://arxiv.org/abs/2002.04745)：§3.2（预热研究，分别用 Adam 和 SGD），§3.3（定理 1），§3.4（梯度尺度作为需要预热的原因之一），§4（不用预热的 Pre-LN，BERT，RAdam）。
+# - Vaswani 等人，2017，[arXiv 1706.03762](https://arxiv.org/abs/1706.03762)，§5.3（Adam
 #   β =（0.9, 0.98），先预热，再按平方根倒数衰减）。
-# - Glorot & Bengio 2010，*Understanding the difficulty of training deep feedforward neural
+# - Liu 等人，2019（RAdam），*On the Variance of the Adaptive Learning Rate and Beyond*，[arXiv 1908.03265](https://arxiv.org/abs/1908.03265)：§3（自适应学习率的方差），§3.1（Adam-2k），§4.2（校正项，算法 2）。
+# - Kingma 和 Ba，2014（Adam），[arXiv 1412.6980](https://arxiv.org/abs/1412.6980)，§2.1（步长不随梯度的尺度变化）。
+# - Glorot 和 Bengio，2010，*Understanding the difficulty of training deep feedforward neural
 #   networks*（Xavier 初始化）。
-# - Radford et al. 2019（GPT-2 技术报告），§2.3（残差层的初始权重按 $1/\sqrt{N}$ 缩放）。
-# - Touvron et al. 2023（LLaMA），[arXiv 2302.13971](https://arxiv.org/abs/2302.13971)，§2.3。
-# - 代码：`snippets/lm_experiment.py`（数据、学习率调度、训练循环、结论判定、初始化），`snippets/transformer.py`（模型）。
+# - Radford 等人，2019（GPT-2 技术报告），§2.3（残差层的初始权重按 $1/\sqrt{N}$ 缩放）。
+# - Touvron 等人，2023（LLaMA），[arXiv 2302.13971](https://arxiv.org/abs/2302.13971)，§2.3。
+# - 代码：`snippets/lm_experiment.py`（数据、学习率调度、用 Adam 或 RAdam 的训练循环、结论判定、初始化），`snippets/transformer.py`（模型）。

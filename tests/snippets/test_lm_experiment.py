@@ -10,6 +10,7 @@ from torch import nn
 
 from snippets.lm_experiment import (
     LR_DECAYS,
+    OPTIMIZERS,
     QKV_INITS,
     MarkovLanguage,
     TrainResult,
@@ -256,6 +257,24 @@ def test_the_trainer_follows_the_schedule(warmup_steps, factor):
     assert moved.max().item() == pytest.approx(0.1 * factor, rel=1e-3)
 
 
+def test_radams_first_step_is_not_adapted():
+    """RAdam's first step is lr times the gradient (Liu et al., Algorithm 2), Adam's lr * sign."""
+    assert OPTIMIZERS == ("adam", "radam")
+    lang = MarkovLanguage(vocab_size=4, order=1, branching=2, seed=0)
+    torch.manual_seed(0)
+    model = Bigram(4)
+    before = model.table.weight.detach().clone()
+    # the trainer's one batch: 16 sequences of 9 tokens from the seed's generator
+    tokens = lang.sample(16, 9, torch.Generator().manual_seed(0))
+    logits = model(tokens[:, :-1])
+    loss = nn.functional.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
+    (grad,) = torch.autograd.grad(loss, model.table.weight)
+    train_lm(model, lang, steps=1, lr=0.1, seq_len=8, optimizer="radam")
+    moved = model.table.weight.detach() - before
+    torch.testing.assert_close(moved, -0.1 * grad)
+    assert moved.abs().max().item() < 0.1 / 2  # far below Adam's first step, lr
+
+
 class NanAfter(nn.Module):
     """Uniform logits until a given call, nan after."""
 
@@ -331,6 +350,7 @@ def test_a_loss_above_uniform_is_flagged(device):
         (dict(tail=0), "tail must be an int >= 1, got 0"),
         (dict(eval_batch_size=0), "eval_batch_size must be an int >= 1, got 0"),
         (dict(decay="linear"), "decay must be one of .*'inverse_sqrt'.*, got 'linear'"),
+        (dict(optimizer="sgd"), "optimizer must be one of .*'radam'.*, got 'sgd'"),
     ],
 )
 def test_bad_training_arguments_raise(kwargs, match):
