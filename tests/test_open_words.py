@@ -13,7 +13,9 @@ from tests.conftest import ROOT
 
 PAGES = open_words.english_pages()
 ALL = PAGES + [
-    p.with_name(f"{p.stem}.zh{p.suffix}") for p in PAGES if p.with_name(f"{p.stem}.zh{p.suffix}").is_file()
+    p.with_name(f"{p.stem}.zh{p.suffix}")
+    for p in PAGES
+    if p.with_name(f"{p.stem}.zh{p.suffix}").is_file()
 ]
 
 
@@ -73,8 +75,20 @@ def test_the_count_leaves_out_code_math_folds_footnotes_and_link_targets():
 
 def test_a_note_in_the_open_is_found_and_one_in_a_footnote_is_not(tmp_path: Path):
     page = tmp_path / "p.md"
-    page.write_text("The paper could not be read.[^a]\n\n[^a]: Only the abstract.\n", encoding="utf-8")
+    page.write_text(
+        "The paper could not be read.[^a]\n\n[^a]: Only the abstract.\n", encoding="utf-8"
+    )
     assert open_words.provenance_notes(page) == ["could not be read"]
     zh = tmp_path / "p.zh.md"
     zh.write_text("这篇论文没能读到全文。[^a]\n\n[^a]: 只读了摘要。\n", encoding="utf-8")
     assert open_words.provenance_notes(zh) == ["没能读到"]
+
+
+NOTEBOOKS = [p for p in ALL if p.suffix == ".py"]
+
+
+@pytest.mark.parametrize("page", NOTEBOOKS, ids=_id)
+def test_a_notebook_has_no_footnote_a_page_would_not_render(page: Path):
+    """nbconvert renders a notebook's Markdown without footnotes: a ``[^note]`` would show
+    as typed, and the counter would take its definition for one folded away."""
+    assert "[^" not in open_words.markdown_of(page), _id(page)

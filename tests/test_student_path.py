@@ -5,6 +5,7 @@ Foundations holds only what the placement pages need: no GPU or kernel page."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -88,9 +89,12 @@ def test_foundations_hold_no_gpu_or_kernel_page():
     assert foundations and all(p.startswith(("foundations/", "notebooks/")) for p in foundations)
     fast = _nav_section("Making it fast")
     assert "fast/rmsnorm-gpu.md" in fast and "experiments/norm_speed.py" in fast
-    nav = [entry for entry in yaml.safe_load(
-        re.sub(r"!ENV \[[^\]]*\]", "true", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
-    )["nav"]]
+    nav = [
+        entry
+        for entry in yaml.safe_load(
+            re.sub(r"!ENV \[[^\]]*\]", "true", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+        )["nav"]
+    ]
     titles = [next(iter(e)) if isinstance(e, dict) else e for e in nav]
     assert titles.index("Making it fast") > titles.index("Where the norm goes"), (
         "the GPU part comes after the placement pages"
@@ -131,15 +135,14 @@ def check_problems(text: str, lang: str) -> list[str]:
     if numbers != list(range(1, len(numbers) + 1)):
         problems.append(f"questions numbered {numbers}")
     starts = [m.start() for m in QUESTION.finditer(section)] + [len(section)]
-    for n, (a, b) in enumerate(zip(starts, starts[1:]), start=1):
+    for n, (a, b) in enumerate(itertools.pairwise(starts), start=1):
         part = section[a:b]
         if ANSWER[lang] not in part:
             problems.append(f"question {n} has no closed {ANSWER[lang]!r}")
-        elif part.index(ANSWER[lang]) < part.rfind("\n```python"):
-            # a question may show a block; its answer comes after it
-            answer = part[part.index(ANSWER[lang]) :]
-            if "```" not in answer and not answer.strip():
-                problems.append(f"question {n}'s answer is empty")
+            continue
+        answer = part[part.index(ANSWER[lang]) + len(ANSWER[lang]) :]
+        if not any(line.startswith("    ") and line.strip() for line in answer.splitlines()):
+            problems.append(f"question {n}'s answer is empty")
     return problems
 
 
@@ -173,13 +176,20 @@ def test_a_code_answer_is_run_by_the_tests(page: Path):
 
 
 def test_a_missing_or_open_answer_is_found():
-    good = (
-        "## Check yourself { #check-yourself }\n\n"
-        + "".join(f'**{n}.** Why?\n\n??? success "Answer"\n    Because.\n\n' for n in (1, 2, 3))
+    good = "## Check yourself { #check-yourself }\n\n" + "".join(
+        f'**{n}.** Why?\n\n??? success "Answer"\n    Because.\n\n' for n in (1, 2, 3)
     )
     assert check_problems(good, "en") == []
-    open_answer = good.replace('**3.** Why?\n\n??? success "Answer"', '**3.** Why?\n\n???+ success "Answer"')
-    assert check_problems(open_answer, "en") == ['question 3 has no closed \'??? success "Answer"\'']
+    open_answer = good.replace(
+        '**3.** Why?\n\n??? success "Answer"', '**3.** Why?\n\n???+ success "Answer"'
+    )
+    assert check_problems(open_answer, "en") == [
+        "question 3 has no closed '??? success \"Answer\"'"
+    ]
+    empty = good.replace(
+        '??? success "Answer"\n    Because.\n\n**3.**', '??? success "Answer"\n\n**3.**'
+    )
+    assert check_problems(empty, "en") == ["question 2's answer is empty"]
     two = good.split("**3.**")[0]
     assert check_problems(two, "en") == ["2 questions, expected 3 to 5"]
     assert check_problems("# T\n", "en") == ["no '## Check yourself { #check-yourself }' section"]

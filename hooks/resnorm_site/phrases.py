@@ -53,9 +53,13 @@ PHRASES = {
         "trend.slower": "falls, but more slowly than 1/sqrt(L)",
         "trend.grows": "grows with depth",
         # the Pre-LN stream's growth with the layer index l, from its exponent's interval
-        "growth.faster": "faster than linear (k = {exponent}, 95% interval {low} to {high}, above 1)",
-        "growth.linear": "about linear (k = {exponent}, 95% interval {low} to {high}, holds 1)",
-        "growth.slower": "slower than linear (k = {exponent}, 95% interval {low} to {high}, below 1)",
+        "growth.faster": (
+            "faster than linear (k = {exponent}, 95% interval {low} to {high}, above 1)"
+        ),
+        "growth.linear": ("about linear (k = {exponent}, 95% interval {low} to {high}, holds 1)"),
+        "growth.slower": (
+            "slower than linear (k = {exponent}, 95% interval {low} to {high}, below 1)"
+        ),
         # making norms fast
         "machine": "CPU {cpu}, {cores} logical CPUs, {threads} torch threads, torch {torch}, {gpu}",
         "gpu.none": "no CUDA GPU",
