@@ -64,6 +64,11 @@ def test_the_chinese_home_gives_the_same_path():
     assert path_steps(DOCS / "index.zh.md") == [terms.twin(p).with_name(p.name) for p in STEPS]
 
 
+def _nav_titles() -> list[str]:
+    text = re.sub(r"!ENV \[[^\]]*\]", "true", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    return [next(iter(e)) for e in yaml.safe_load(text)["nav"] if isinstance(e, dict)]
+
+
 def _nav_section(title: str) -> list[str]:
     class Loader(yaml.SafeLoader):
         pass
@@ -89,13 +94,7 @@ def test_foundations_hold_no_gpu_or_kernel_page():
     assert foundations and all(p.startswith(("foundations/", "notebooks/")) for p in foundations)
     fast = _nav_section("Making it fast")
     assert "fast/rmsnorm-gpu.md" in fast and "experiments/norm_speed.py" in fast
-    nav = [
-        entry
-        for entry in yaml.safe_load(
-            re.sub(r"!ENV \[[^\]]*\]", "true", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
-        )["nav"]
-    ]
-    titles = [next(iter(e)) if isinstance(e, dict) else e for e in nav]
+    titles = _nav_titles()
     assert titles.index("Making it fast") > titles.index("Where the norm goes"), (
         "the GPU part comes after the placement pages"
     )
@@ -249,3 +248,19 @@ def test_pre_ln_derives_the_identity_path_before_its_synthesis_table():
         assert anchors.index("a-clean-identity-path") < anchors.index(
             "why-pre-ln-trains-more-stably"
         ), page.name
+
+
+@pytest.mark.parametrize("home", [HOME, DOCS / "index.zh.md"], ids=_id)
+def test_the_map_on_home_names_every_page_of_the_nav(home: Path):
+    """Home's map of the handbook and the nav list the same pages (the map once left out
+    a page the nav had)."""
+    text = home.read_text(encoding="utf-8")
+    start = text.index("{ #map-of-the-handbook }") if "{ #map" in text else text.index("## Map")
+    end = H2.search(text, start + 1)
+    section = text[start : end.start() if end else len(text)]
+    linked = {(home.parent / t).resolve() for t in re.findall(r"\]\(([^)#?]+)", section)}
+    titles = [t for t in _nav_titles() if t != "Home"]
+    assert len(titles) >= 7
+    nav = {(DOCS / p).resolve() for title in titles for p in _nav_section(title)}
+    english = {p.with_name(p.name.replace(".zh.", ".")) for p in linked}
+    assert sorted(map(_id, nav - english)) == [], "pages of the nav missing from the map"
