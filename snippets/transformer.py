@@ -45,6 +45,37 @@ def check_number(name: str, value, rule: str = "> 0", none_ok: bool = False):
     return value
 
 
+def check_scale(name: str, value, d_model: int):
+    """A multiplier of a (batch, seq_len, d_model) tensor: a finite number > 0 (check_number),
+    or a floating tensor of such numbers, one for all features (shape () or (1,)) or one per
+    feature (d_model,). A tensor obeys the float's rule: an entry <= 0 flips or drops what it
+    scales, and any other shape broadcasts, (d_model, 1) turning (B, 1, C) into (B, C, C)."""
+    if not isinstance(value, torch.Tensor):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a float or a tensor, got {type(value).__name__}")
+        return float(check_number(name, value))
+    want = f"a float or a floating tensor of shape (), (1,) or ({d_model},)"
+    shape = tuple(value.shape)
+    if not value.is_floating_point():  # an int tensor fails inside torch, a complex one too
+        raise TypeError(
+            f"{name} must be {want}, got a tensor of dtype {value.dtype}, shape {shape}"
+        )
+    if shape not in ((), (1,), (d_model,)):
+        raise ValueError(f"{name} must be {want}, got a tensor of shape {shape}")
+    flat = value.detach().reshape(-1)
+    bad = (~(torch.isfinite(flat) & (flat > 0))).nonzero().flatten().tolist()
+    if bad:  # name the entries, at most 4: a (d_model,) tensor may hold thousands
+        where = [
+            f"{name}[{i}] = {flat[i].item()}" if shape else f"{name} = {flat[i].item()}"
+            for i in bad[:4]
+        ]
+        more = f" and {len(bad) - 4} more" if len(bad) > 4 else ""
+        raise ValueError(
+            f"{name} must be a finite number > 0 in every entry, got {', '.join(where)}{more}"
+        )
+    return value
+
+
 def check_input(x, shape: tuple | None = None) -> torch.Tensor:
     """x is a floating-point tensor of ``shape``, whose str entries ("batch") take any size."""
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
@@ -179,19 +210,15 @@ class Residual(nn.Module):
             raise ValueError(f"norm_position must be one of {POSITIONS}, got {norm_position!r}")
         check_size("d_model", d_model)
         p = norm_position
+        # 0 drops the skip, a NaN spreads to every output: a tensor alpha as a float one
+        alpha = check_scale("alpha", alpha, d_model)
         # alpha, pre_scale and branch_scale act only where their placement puts them: refuse,
         # never ignore.
-        if not isinstance(alpha, (int, float, torch.Tensor)) or isinstance(alpha, bool):
-            raise TypeError(f"alpha must be a float or a tensor, got {type(alpha).__name__}")
         skips = ("post", "deepnorm", "normed_skip")
         if (isinstance(alpha, torch.Tensor) or alpha != 1.0) and p not in skips:
             raise ValueError(
                 f"alpha scales the skip in 'post', 'deepnorm' and 'normed_skip' only, got {p!r}"
             )
-        if isinstance(alpha, torch.Tensor) and not torch.isfinite(alpha).all():
-            raise ValueError(f"alpha must be finite, got {alpha}")
-        if not isinstance(alpha, torch.Tensor):
-            check_number("alpha", alpha)  # 0 drops the skip, a NaN spreads to every output
         if not isinstance(pre_scale, (int, float)) or isinstance(pre_scale, bool):
             raise TypeError(f"pre_scale must be a float, got {type(pre_scale).__name__}")
         if pre_scale != 1.0 and p not in ("pre", "sandwich"):
@@ -221,8 +248,10 @@ class Residual(nn.Module):
         self.norm_out = make_norm(*args) if p in ("post", "deepnorm") else None
         if p == "rezero":
             self.alpha = nn.Parameter(torch.zeros(1))  # the block starts as the identity
-        elif isinstance(alpha, torch.Tensor):
-            self.alpha = nn.Parameter(alpha.clone())  # Admin's omega: per feature, trained
+        elif isinstance(alpha, torch.Tensor):  # Admin's omega: per feature, trained
+            # in the dtype of the other parameters, which .to() then moves together: a float64
+            # alpha in a float32 module would break Post-LN's norm and turn normed_skip float64
+            self.alpha = nn.Parameter(alpha.detach().to(torch.get_default_dtype(), copy=True))
         else:
             self.alpha = float(alpha)  # DeepNet's up-weighting of x; 1 means plain x
 
@@ -485,7 +514,7 @@ class Block(nn.Module):
         causal: bool = False,
         bias: bool = True,
         eps: float | None = None,
-        alpha: float = 1.0,
+        alpha: float | torch.Tensor = 1.0,
         pre_scale: float = 1.0,
         parallel: str | None = None,
         qk_norm: str | None = None,

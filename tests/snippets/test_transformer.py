@@ -2451,8 +2451,151 @@ def test_other_numeric_settings_refuse_nan_and_meaningless_values():
                 ValueError, match=rf"^{name} must be (None or )?a finite number.* got {v!r}$"
             ):
                 build(v)
-    with pytest.raises(ValueError, match=r"alpha must be finite, got tensor\(\[1\., nan\]\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"^alpha must be a finite number > 0 in every entry, got alpha\[1\] = nan$",
+    ):
         Residual(nn.Identity(), 2, "post", alpha=torch.tensor([1.0, nan]))
+
+
+# --- A tensor alpha is checked as strictly as a float one ----------------------------------------
+
+
+def _alpha_with(entries: dict[int, float]) -> torch.Tensor:
+    """One alpha per feature, 1 except at the given entries."""
+    alpha = torch.ones(D)
+    for i, v in entries.items():
+        alpha[i] = v
+    return alpha
+
+
+_SHAPES = f"a float or a floating tensor of shape (), (1,) or ({D},)"
+# label -> (the alpha, error type, the whole message); labels are the test ids
+BAD_ALPHA_TENSORS = {
+    "negative scalar": (lambda: torch.tensor(-1.0), ValueError,
+                        "alpha must be a finite number > 0 in every entry, got alpha = -1.0"),
+    "zero scalar": (lambda: torch.tensor(0.0), ValueError,
+                    "alpha must be a finite number > 0 in every entry, got alpha = 0.0"),
+    "negative (1,)": (lambda: torch.tensor([-2.0]), ValueError,
+                      "alpha must be a finite number > 0 in every entry, got alpha[0] = -2.0"),
+    "one negative, one zero feature": (
+        lambda: _alpha_with({3: -2.0, 7: 0.0}), ValueError,
+        "alpha must be a finite number > 0 in every entry, got alpha[3] = -2.0, alpha[7] = 0.0"),
+    "every feature negative": (
+        lambda: torch.full((D,), -0.5), ValueError,
+        "alpha must be a finite number > 0 in every entry, got alpha[0] = -0.5, "
+        "alpha[1] = -0.5, alpha[2] = -0.5, alpha[3] = -0.5 and 12 more"),
+    "nan and infinite features": (
+        lambda: _alpha_with({1: NAN, 2: INF, 5: -INF}), ValueError,
+        "alpha must be a finite number > 0 in every entry, got alpha[1] = nan, alpha[2] = inf, "
+        "alpha[5] = -inf"),
+    "nan scalar": (lambda: torch.tensor(NAN), ValueError,
+                   "alpha must be a finite number > 0 in every entry, got alpha = nan"),
+    "(d_model, 1), which broadcasts": (lambda: torch.ones(D, 1), ValueError,
+                                       f"alpha must be {_SHAPES}, got a tensor of shape ({D}, 1)"),
+    "(1, d_model)": (lambda: torch.ones(1, D), ValueError,
+                     f"alpha must be {_SHAPES}, got a tensor of shape (1, {D})"),
+    "(2, d_model)": (lambda: torch.ones(2, D), ValueError,
+                     f"alpha must be {_SHAPES}, got a tensor of shape (2, {D})"),
+    "too long": (lambda: torch.ones(D + 1), ValueError,
+                 f"alpha must be {_SHAPES}, got a tensor of shape ({D + 1},)"),
+    "too short": (lambda: torch.ones(D // 2), ValueError,
+                  f"alpha must be {_SHAPES}, got a tensor of shape ({D // 2},)"),
+    "empty": (lambda: torch.ones(0), ValueError,
+              f"alpha must be {_SHAPES}, got a tensor of shape (0,)"),
+    "int64": (lambda: torch.ones(D, dtype=torch.long), TypeError,
+              f"alpha must be {_SHAPES}, got a tensor of dtype torch.int64, shape ({D},)"),
+    "int32 scalar": (lambda: torch.tensor(2, dtype=torch.int32), TypeError,
+                     f"alpha must be {_SHAPES}, got a tensor of dtype torch.int32, shape ()"),
+    "bool": (lambda: torch.ones(D, dtype=torch.bool), TypeError,
+             f"alpha must be {_SHAPES}, got a tensor of dtype torch.bool, shape ({D},)"),
+    "complex": (lambda: torch.ones(D, dtype=torch.complex64), TypeError,
+                f"alpha must be {_SHAPES}, got a tensor of dtype torch.complex64, shape ({D},)"),
+    "int64 of a wrong shape": (
+        lambda: torch.ones(D, 1, dtype=torch.long), TypeError,
+        f"alpha must be {_SHAPES}, got a tensor of dtype torch.int64, shape ({D}, 1)"),
+}  # fmt: skip
+# every placement that takes alpha, and the classes that hand it on
+ALPHA_TAKERS = {
+    "Residual post": lambda a: Residual(nn.Identity(), D, "post", alpha=a),
+    "Residual deepnorm": lambda a: Residual(nn.Identity(), D, "deepnorm", alpha=a),
+    "Residual normed_skip": lambda a: Residual(nn.Identity(), D, "normed_skip", alpha=a),
+    "Block post": lambda a: Block(D, H, FF, norm_position="post", alpha=a),
+    "Block normed_skip": lambda a: Block(D, H, FF, norm_position="normed_skip", alpha=a),
+    "Stack post": lambda a: Stack(2, D, H, FF, norm_position="post", alpha=a),
+    "Stack normed_skip": lambda a: Stack(2, D, H, FF, norm_position="normed_skip", alpha=a),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ALPHA_TENSORS))
+@pytest.mark.parametrize("taker", list(ALPHA_TAKERS))
+def test_a_bad_tensor_alpha_is_refused_naming_what_came(taker, case):
+    """A negative or zero tensor would flip or drop the skip, as -1.0 and 0.0 would; a (d_model, 1)
+    tensor would broadcast (B, 1, C) into (B, C, C); a wrong length or an integer dtype would fail
+    inside torch. Each is refused, naming what was expected and what came."""
+    make, error, message = BAD_ALPHA_TENSORS[case]
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        ALPHA_TAKERS[taker](make())
+
+
+def test_tensors_are_refused_where_only_a_float_acts():
+    """pre_scale, branch_scale and layer_scalar take numbers only, a tensor is refused by type."""
+    cases = [
+        (lambda: Residual(nn.Identity(), D, "pre", pre_scale=torch.tensor(0.5)),
+         "pre_scale must be a float, got Tensor"),
+        (lambda: Residual(nn.Identity(), D, "normed_skip", branch_scale=torch.ones(D)),
+         "branch_scale must be a finite number > 0, got Tensor tensor("),
+        (lambda: Block(D, H, FF, norm_position="normed_skip", branch_scale=torch.tensor(-1.0)),
+         "branch_scale must be a finite number > 0, got Tensor tensor(-1.)"),
+        (lambda: Block(D, H, FF, layer_scalar=torch.tensor(0.0)),
+         "layer_scalar must be None or a finite number, got Tensor tensor(0.)"),
+    ]  # fmt: skip
+    for build, message in cases:
+        with pytest.raises(TypeError, match=f"^{re.escape(message)}"):
+            build()
+
+
+@pytest.mark.parametrize("position", ["post", "deepnorm", "normed_skip"])
+def test_a_float_alpha_equals_a_scalar_and_a_per_feature_tensor(position, device):
+    """alpha = 1.7, tensor(1.7), tensor([1.7]) and 1.7 in each of d_model features give the same
+    output, on a (3, 1, d_model) input as on any: the shape comes out as it went in."""
+    forms = {
+        "float": 1.7,
+        "()": torch.tensor(1.7),
+        "(1,)": torch.tensor([1.7]),
+        "(d_model,)": torch.full((D,), 1.7),
+        "(d_model,) float64": torch.full((D,), 1.7, dtype=torch.float64),
+        "(d_model,) bfloat16": torch.full((D,), 1.7, dtype=torch.bfloat16),
+    }
+    x = torch.randn(3, 1, D, device=device)
+    outputs = {}
+    for name, alpha in forms.items():
+        torch.manual_seed(0)
+        r = Residual(nn.Linear(D, D), D, position, norm="rmsnorm", alpha=alpha).to(device)
+        _randomize(r.sublayer)
+        if isinstance(alpha, torch.Tensor):  # a parameter in the module's dtype, as Admin's omega
+            assert isinstance(r.alpha, nn.Parameter) and r.alpha.dtype == torch.float32
+            assert r.alpha.shape == alpha.shape
+        outputs[name] = r(x)
+        assert outputs[name].shape == x.shape and outputs[name].dtype == x.dtype
+    bf16 = outputs.pop("(d_model,) bfloat16")  # 1.7 in bfloat16 is 1.703125
+    for name, y in outputs.items():
+        torch.testing.assert_close(y, outputs["float"], atol=0, rtol=0, msg=name)
+    assert not torch.equal(bf16, outputs["float"])
+    r = Residual(nn.Identity(), D, position, alpha=torch.full((D,), 1.7)).double()
+    assert r.alpha.dtype == torch.float64  # .to() moves alpha with the other parameters
+
+
+def test_a_tensor_alpha_reaches_every_layer_as_given():
+    """Through Block and Stack a good tensor alpha arrives, checked, in each Residual, which
+    trains its own copy."""
+    alpha = torch.linspace(1.0, 2.0, D)
+    stack = Stack(2, D, H, FF, norm_position="normed_skip", alpha=alpha)
+    residuals = [r for layer in stack.layers for r in (layer.attn, layer.mlp)]
+    assert all(torch.equal(r.alpha, alpha) for r in residuals)
+    assert len({id(r.alpha) for r in residuals}) == 4
+    block = Block(D, H, FF, norm_position="post", alpha=torch.tensor([1.5]))
+    assert block.attn.alpha.shape == (1,) and block.mlp.alpha.item() == 1.5
 
 
 def test_sinkhorn_refuses_an_eps_that_divides_by_zero():
