@@ -24,7 +24,12 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
     def labelled(match: re.Match) -> str:
         css, name = CLASS[match.group("kind")]
+        indent = match.group("indent")
+        if indent:
+            # inside an admonition or a tab, raw HTML would land inside a <p> of its own:
+            # the label is a paragraph given its class by attr_list instead
+            return f"{indent}{label(lang, name)}\n{indent}{{: .{css} }}\n\n{match.group(0)}"
         text = f'<p class="{css}">{label(lang, name)}</p>'
-        return f"{match.group('indent')}{text}\n\n{match.group(0)}"
+        return f"{text}\n\n{match.group(0)}"
 
     return MARKER.sub(labelled, markdown)

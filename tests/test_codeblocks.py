@@ -336,3 +336,31 @@ def test_a_kept_result_names_the_packages_and_devices_it_ran_with():
     context = codeblocks._run_context().split("\0")
     assert codeblocks.RUNNER in context and runtime_versions() in context
     assert f"torch=={version('torch')}" in runtime_versions()
+
+
+def test_an_output_label_in_an_answer_is_a_paragraph_of_its_own():
+    """Inside a folded answer (an indented block) the label is a paragraph with its class,
+    not raw HTML nested in another paragraph (invalid HTML)."""
+    import importlib.util
+    import types
+
+    import markdown
+
+    spec = importlib.util.spec_from_file_location(
+        "labels_hook", ROOT / "hooks" / "codeblock_labels.py"
+    )
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    config = types.SimpleNamespace(theme={"language": "en"})
+    page = (
+        '??? success "Answer"\n    Text.\n\n    ```python\n    print(1)\n    ```\n\n'
+        "    <!--pytest-codeblocks:expected-output-->\n\n    ```text\n    1\n    ```\n"
+    )
+    html = markdown.markdown(
+        hook.on_page_markdown(page, None, config, None),
+        extensions=["admonition", "attr_list", "pymdownx.details", "pymdownx.superfences"],
+    )
+    assert '<p class="rn-output">Output</p>' in html
+    assert "<p><p" not in html
+    top = hook.on_page_markdown(page.replace("\n    ", "\n").split("\n", 1)[1], None, config, None)
+    assert top.startswith("Text.") and '<p class="rn-output">Output</p>' in top

@@ -32,6 +32,7 @@ import nbformat
 import pytest
 
 from resnorm_site.labels import LABELS
+from resnorm_site.notebooks.page_html import PUBLISH_TAG
 from tests import codeblocks
 from tests.conftest import ROOT
 
@@ -325,7 +326,8 @@ def test_page_cells_are_the_downloaded_notebook(built_site: Path, stem: str):
     (ipynb,) = [p for p in _downloads(built_site) if p.stem == stem]
     nb = nbformat.read(ipynb, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
-    assert page_cells(ipynb.parent / "index.html") == [c.source.rstrip("\n") for c in code]
+    shown = [c.source.rstrip("\n") for c in code if not _publishes(c)]
+    assert page_cells(ipynb.parent / "index.html") == shown
     assert all(c.execution_count for c in code), "every cell was executed by the build"
     assert not any(re.search(r"^\s*(from|import) snippets\b", c.source, re.M) for c in code)
     page = (ipynb.parent / "index.html").read_text(encoding="utf-8")
@@ -333,6 +335,12 @@ def test_page_cells_are_the_downloaded_notebook(built_site: Path, stem: str):
     label = LABELS["zh" if stem.endswith(".zh") else "en"]["imports"]
     for snippet in inlined:  # visible on the page, collapsed
         assert f"{label} <code>{snippet}</code>" in page
+
+
+def _publishes(cell) -> bool:
+    """A cell that only hands the run's numbers to the build: the page leaves it out, the
+    download keeps it."""
+    return PUBLISH_TAG in cell.metadata.get("tags", [])
 
 
 def plain_python_problems(cells: list[str]) -> list[str]:
@@ -403,7 +411,8 @@ def test_a_notebook_runs_as_copied(built_site: Path, tmp_path: Path):
     cells = page_cells(ipynb.parent / "index.html")
     result = _run_page_cells(ipynb.stem, cells, tmp_path / "scratch")
     assert result.failed is None, f"{result.failed} failed:\n{result.stderr[-4000:]}"
-    code = [c for c in nbformat.read(ipynb, as_version=4).cells if c.cell_type == "code"]
+    cells_run = nbformat.read(ipynb, as_version=4).cells
+    code = [c for c in cells_run if c.cell_type == "code" and not _publishes(c)]
     assert result.outputs == [stdout_of(c) for c in code], "a cell printed something else"
     shown = [
         (i, o["data"]["text/plain"])
