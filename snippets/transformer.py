@@ -31,15 +31,19 @@ def check_size(name: str, value) -> int:
 
 
 def check_number(name: str, value, rule: str = "> 0", none_ok: bool = False):
-    """A numeric setting: a finite real number that obeys ``rule`` ("> 0", ">= 0", "in [0, 1]"
-    or "" for any), or None where None has a meaning. One rule for every such setting: a NaN,
-    an inf or an eps <= 0 (0/0 on a zero input) can only give NaN or a wrong answer."""
+    """A numeric setting: a finite real number that obeys ``rule`` ("> 0", ">= 0", "in [0, 1]",
+    "in (0, 1)" or "" for any), or None where None has a meaning. One rule for every such
+    setting: a NaN, an inf or an eps <= 0 (0/0 on a zero input) can only give NaN or a wrong
+    answer."""
     if value is None and none_ok:
         return None
     want = f"{'None or ' if none_ok else ''}a finite number{' ' + rule if rule else ''}"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be {want}, got {type(value).__name__} {value!r}")
-    ok = {"> 0": 0 < value, ">= 0": 0 <= value, "in [0, 1]": 0 <= value <= 1, "": True}[rule]
+    ok = {
+        "> 0": 0 < value, ">= 0": 0 <= value, "in [0, 1]": 0 <= value <= 1,
+        "in (0, 1)": 0 < value < 1, "": True,
+    }[rule]  # fmt: skip
     if not (ok and math.isfinite(value)):
         raise ValueError(f"{name} must be {want}, got {value!r}")
     return value
@@ -144,6 +148,12 @@ class Derf(DyT):
 
 
 NORMS = ("layernorm", "rmsnorm", "dyt", "derf")
+# RMSNorm's other weight conventions, kinds of norm of their own:
+# rmsnorm_1p        RMSNorm(x) * (1 + w), w zero at init   Gemma 3, Muse Spark's "centered" norm
+# rmsnorm_1p_input  RMSNorm(x * (1 + w)): scaled first     Muse Spark's post-feed-forward norm
+# rmsnorm_noweight  RMSNorm(x), no weight                  Muse Spark's post-attention norm
+RMSNORM_FORMS = ("rmsnorm_1p", "rmsnorm_1p_input", "rmsnorm_noweight")
+NORM_CHOICES = (*NORMS, *RMSNORM_FORMS)
 
 
 def make_norm(norm: str, d_model: int, eps: float | None = None, bias: bool = True) -> nn.Module:
@@ -153,18 +163,23 @@ def make_norm(norm: str, d_model: int, eps: float | None = None, bias: bool = Tr
     ``bias=False`` drops the norm's shift, as nn.LayerNorm(bias=False); RMSNorm has none.
     """
     check_size("d_model", d_model)
-    if norm in ("layernorm", "rmsnorm"):
+    if norm in ("layernorm", "rmsnorm", *RMSNORM_FORMS):
         check_number("eps", eps, none_ok=True)
     if norm == "layernorm":
         return nn.LayerNorm(d_model, eps=1e-5 if eps is None else eps, bias=bias)
     if norm == "rmsnorm":
         return nn.RMSNorm(d_model, eps=eps)  # eps None: PyTorch picks machine epsilon
+    if norm in RMSNORM_FORMS:
+        forms = {"rmsnorm_1p": OnePlusRMSNorm, "rmsnorm_1p_input": InputScaledRMSNorm}
+        if norm == "rmsnorm_noweight":
+            return nn.RMSNorm(d_model, eps=eps, elementwise_affine=False)
+        return forms[norm](d_model, eps=eps)
     if norm in ("dyt", "derf"):
         cls = DyT if norm == "dyt" else Derf
         if eps is not None:  # no statistics are computed, so there is nothing to guard
             raise ValueError(f"{cls.__name__} has no eps, got eps={eps!r}")
         return cls(d_model, bias=bias)
-    raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+    raise ValueError(f"norm must be one of {NORM_CHOICES}, got {norm!r}")
 
 
 # --8<-- [end:norms]
@@ -188,6 +203,9 @@ class Residual(nn.Module):
 
     In normed_skip, beta is ``branch_scale``, a multiplier in the forward pass (MiniMax's
     *_beta_factor); DeepNet's beta (deepnorm_alpha_beta) is an init gain, not this.
+    ``branch_norm`` and ``branch_eps`` give the norm on F's output (sandwich, output) a kind
+    and an eps of its own; None: ``norm``'s and ``eps``. Muse Spark's layers use a weightless
+    RMSNorm there after attention, RMSNorm(F * (1 + w)) after the feed-forward, eps 1e-8.
     Dropout acts on the sublayer's output before it joins the residual sum, as
     in Vaswani et al. 2017, §5.4.
     """
@@ -204,6 +222,8 @@ class Residual(nn.Module):
         pre_scale: float = 1.0,
         bias: bool | None = None,  # None: True, or nothing for rezero
         branch_scale: float = 1.0,
+        branch_norm: str | None = None,  # None: norm
+        branch_eps: float | None = None,  # None: eps
     ):
         super().__init__()
         if norm_position not in POSITIONS:
@@ -231,6 +251,8 @@ class Residual(nn.Module):
         for name, value in (("norm", norm), ("eps", eps), ("bias", bias)):
             if p == "rezero" and value is not None:  # refuse, never ignore
                 raise ValueError(f"norm_position='rezero' has no norm, got {name}={value!r}")
+        check_combinations(dict(norm_position=p, branch_norm=branch_norm, branch_eps=branch_eps))
+        check_number("branch_eps", branch_eps, none_ok=True)
         norm = "layernorm" if norm is None else norm
         bias = True if bias is None else bias
         self.sublayer = sublayer
@@ -239,12 +261,17 @@ class Residual(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.pre_scale = pre_scale  # LayerNorm Scaling multiplies Norm(x) by 1/sqrt(layer)
         self.branch_scale = float(branch_scale)
-        if norm not in NORMS:
-            raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+        for name, kind in (("norm", norm), ("branch_norm", branch_norm)):
+            if kind is not None and kind not in NORM_CHOICES:
+                raise ValueError(f"{name} must be one of {NORM_CHOICES}, got {kind!r}")
         # Only the norms this placement uses exist, so parameter counts are honest.
         args = (norm, d_model, eps, bias)
         self.norm_in = make_norm(*args) if p in ("pre", "sandwich", "normed_skip") else None
-        self.norm_branch = make_norm(*args) if p in ("sandwich", "output") else None
+        branch_args = (
+            norm if branch_norm is None else branch_norm, d_model,
+            eps if branch_eps is None else branch_eps, bias,
+        )  # fmt: skip
+        self.norm_branch = make_norm(*branch_args) if p in ("sandwich", "output") else None
         self.norm_out = make_norm(*args) if p in ("post", "deepnorm") else None
         if p == "rezero":
             self.alpha = nn.Parameter(torch.zeros(1))  # the block starts as the identity
@@ -312,6 +339,18 @@ class OnePlusRMSNorm(nn.RMSNorm):
         return F.rms_norm(x.to(dtype), self.normalized_shape, scale, self.eps).to(x.dtype)
 
 
+class InputScaledRMSNorm(OnePlusRMSNorm):
+    """RMSNorm(x * (1 + w)), w zero at init: the scale acts before the norm, not after
+    (MuseSparkTextInputScaledRMSNorm, transformers 5.23.0). The output's RMS is 1 whatever w
+    is (up to eps): w weighs the features against each other, never the output's size."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = torch.promote_types(torch.promote_types(x.dtype, self.weight.dtype), torch.float32)
+        # rounded to x's dtype between the scale and the norm, as Muse Spark's code does
+        scaled = (x.to(dtype) * (1 + self.weight.to(dtype))).to(x.dtype)
+        return F.rms_norm(scaled.to(dtype), self.normalized_shape, None, self.eps).to(x.dtype)
+
+
 # Where a norm acts on queries and keys. (1 + w) is a value here, not a flag of its own: only
 # the per-head weighted norm has that choice, so a separate flag would mean nothing for the rest.
 QK_NORMS = ("head", "head_1p", "head_noweight", "proj", "l2")
@@ -340,13 +379,17 @@ class MultiHeadAttention(nn.Module):
                    holds W_g: per head, the query's rows then the gate's), Kimi K3's MLA
     headwise       one gate per head                    the paper's headwise variant
     ``v_norm=True`` puts a weightless RMSNorm over each head's values too (Gemma 3n, Gemma 4).
+    ``o_norm=True`` puts one over each head's output, before the output gate (Muse Spark).
     ``scale`` multiplies q·k in place of 1 / sqrt(head_size) (None), as PyTorch SDPA's ``scale``:
-    Gemma 3n and Gemma 4 use 1.0, their q and k norms setting the size of the logits.
-    ``eps`` is the eps of the attention's norms, the qk_norm's and the v_norm's (Gemma 4 gives
-    all three its rms_norm_eps). eps=None keeps PyTorch's default: in the RMSNorms torch's machine
-    epsilon of the dtype they compute in (float32's, 1.19e-7, for float16 and bfloat16 input
-    too), in l2 F.normalize's 1e-12. The models above set their own (rms_norm_eps in
-    transformers 5.23.0: 1e-6 in Qwen3 and Gemma 3, 1e-5 in OLMo 2 and Llama 4): pass it.
+    Gemma 3n and Gemma 4 use 1.0, their q and k norms setting the size of the logits. Muse
+    Spark multiplies q by a fixed qk_scale_factor after its weightless norm (head_noweight),
+    then q·k by 1 / sqrt(head_size): one constant, scale = qk_scale_factor / sqrt(head_size).
+    ``eps`` is the eps of the attention's norms, the qk_norm's, the v_norm's and the o_norm's
+    (Gemma 4 gives all three its rms_norm_eps, Muse Spark both its). eps=None keeps PyTorch's
+    default: in the RMSNorms torch's machine epsilon of the dtype they compute in (float32's,
+    1.19e-7, for float16 and bfloat16 input too), in l2 F.normalize's 1e-12. The models above
+    set their own (rms_norm_eps in transformers 5.23.0: 1e-6 in Qwen3 and Gemma 3, 1e-5 in
+    OLMo 2, Llama 4 and Muse Spark): pass it.
     """
 
     def __init__(
@@ -363,6 +406,7 @@ class MultiHeadAttention(nn.Module):
         v_norm: bool = False,
         scale: float | None = None,
         output_gate: str | None = None,
+        o_norm: bool = False,
     ):
         super().__init__()
         check_size("d_model", d_model)
@@ -375,11 +419,13 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(
                 f"output_gate must be None or one of {OUTPUT_GATES}, got {output_gate!r}"
             )
-        if not isinstance(v_norm, bool):
-            raise TypeError(f"v_norm must be True or False, got {v_norm!r}")
-        if eps is not None and qk_norm is None and not v_norm:  # refuse, never ignore
+        for name, value in (("v_norm", v_norm), ("o_norm", o_norm)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be True or False, got {value!r}")
+        if eps is not None and qk_norm is None and not v_norm and not o_norm:  # refuse it
             raise ValueError(
-                f"eps is for a qk_norm or v_norm, got qk_norm=None, v_norm=False and eps={eps!r}"
+                "eps is for a qk_norm, v_norm or o_norm, got qk_norm=None, v_norm=False, "
+                f"o_norm=False and eps={eps!r}"
             )
         check_number("eps", eps, none_ok=True)
         if scale is not None and qk_norm == "l2":  # l2 learns its own scale, g
@@ -419,6 +465,7 @@ class MultiHeadAttention(nn.Module):
         if qk_norm == "l2":
             self.qk_scale = nn.Parameter(torch.tensor(float(qk_scale)))  # one g per layer
         self.v_norm = nn.RMSNorm(hs, eps, elementwise_affine=False) if v_norm else None
+        self.o_norm = nn.RMSNorm(hs, eps, elementwise_affine=False) if o_norm else None
         # Its own Linear, after proj, so the default's qkv, proj and their random draws stay.
         self.output_gate = output_gate
         if output_gate is not None:
@@ -451,6 +498,8 @@ class MultiHeadAttention(nn.Module):
             att = att.masked_fill(future, float("-inf"))  # softmax gives the future weight 0
         att = self.attn_dropout(att.softmax(dim=-1))
         y = (att @ v).transpose(1, 2)  # (B, T, n_heads, head_size)
+        if self.o_norm is not None:  # Muse Spark: each head's output, before the gate
+            y = self.o_norm(y)
         if self.output_gate is not None:  # (B, T, n_heads, head_size or 1): read from x
             y = y * torch.sigmoid(self.gate(x)).view(B, T, self.n_heads, -1)
         return self.proj(y.reshape(B, T, C))  # heads side by side again
@@ -494,9 +543,11 @@ class Block(nn.Module):
     ``parallel`` feeds both sublayers the same x and adds both outputs to it (Pre-LN only):
     one_norm   x + Attn(N(x)) + MLP(N(x))     GPT-J, PaLM, Cohere: one norm for both
     two_norms  x + Attn(N1(x)) + MLP(N2(x))   GPT-NeoX (use_parallel_residual=True)
-    ``qk_norm``, ``qk_scale``, ``softcap``, ``v_norm``, ``scale`` and ``output_gate`` go to the
-    attention; so does ``eps`` with a qk_norm or v_norm. ``alpha`` and ``branch_scale`` go to
-    both Residuals.
+    ``qk_norm``, ``qk_scale``, ``softcap``, ``v_norm``, ``scale``, ``output_gate`` and
+    ``o_norm`` go to the attention; so does ``eps`` with a qk_norm, v_norm or o_norm.
+    ``alpha``, ``branch_scale`` and ``branch_eps`` go to both Residuals; ``branch_norm`` too, or
+    a pair (attention's, feed-forward's) gives each its own (Muse Spark:
+    ("rmsnorm_noweight", "rmsnorm_1p_input")).
     ``layer_scalar`` s multiplies the block's output, s * Block(x): Gemma 4's ``layer_scalar``,
     a buffer (loaded with the weights, not trained; ones at init in transformers 5.23.0).
     None, the default, multiplies by nothing.
@@ -525,6 +576,9 @@ class Block(nn.Module):
         branch_scale: float = 1.0,
         layer_scalar: float | None = None,
         output_gate: str | None = None,
+        o_norm: bool = False,
+        branch_norm: str | tuple[str, str] | None = None,
+        branch_eps: float | None = None,
     ):
         super().__init__()
         if parallel is not None and parallel not in PARALLEL:
@@ -533,22 +587,32 @@ class Block(nn.Module):
             raise ValueError(
                 f"parallel={parallel!r} needs norm_position='pre', got {norm_position!r}"
             )
-        # With a qk_norm or v_norm and no norm of its own (rezero), eps is the attention's alone.
-        attn_norms = qk_norm is not None or v_norm
+        # With a qk_norm, v_norm or o_norm and no norm of its own (rezero), eps is the attention's.
+        attn_norms = qk_norm is not None or v_norm or o_norm
+        if isinstance(branch_norm, (tuple, list)):
+            if len(branch_norm) != 2:
+                raise ValueError(
+                    "branch_norm must be a norm kind or a pair (attention's, feed-forward's), "
+                    f"got {len(branch_norm)} entries: {tuple(branch_norm)!r}"
+                )
+            attn_branch_norm, mlp_branch_norm = branch_norm
+        else:
+            attn_branch_norm = mlp_branch_norm = branch_norm
         conn_eps = None if norm_position == "rezero" and attn_norms else eps
         conn = dict(norm_position=norm_position, norm=norm, dropout=dropout, eps=conn_eps)
         # bias reaches the linears, and the norms where there are any
         conn.update(
             alpha=alpha, pre_scale=pre_scale, bias=None if norm_position == "rezero" else bias
         )
-        conn.update(branch_scale=branch_scale)
+        conn.update(branch_scale=branch_scale, branch_eps=branch_eps)
         attn_eps = eps if attn_norms else None
         attn = MultiHeadAttention(
             d_model, n_heads, dropout, causal, bias, qk_norm, attn_eps, qk_scale, softcap,
-            v_norm, scale, output_gate=output_gate,
+            v_norm, scale, output_gate=output_gate, o_norm=o_norm,
         )  # fmt: skip
-        self.attn = Residual(attn, d_model, **conn)
-        self.mlp = Residual(FeedForward(d_model, d_ff, dropout, activation, bias), d_model, **conn)
+        self.attn = Residual(attn, d_model, **conn, branch_norm=attn_branch_norm)
+        mlp = FeedForward(d_model, d_ff, dropout, activation, bias)
+        self.mlp = Residual(mlp, d_model, **conn, branch_norm=mlp_branch_norm)
         self.parallel = parallel
         if parallel == "one_norm":
             self.mlp.norm_in = self.attn.norm_in  # one module, one set of weights
@@ -835,6 +899,51 @@ class DepthWeightedAverage(nn.Module):
 # --8<-- [end:denseformer]
 
 
+# --8<-- [start:residual_gate]
+class ResidualGate(nn.Module):
+    """A residual sum that keeps the variance, one gate per feature (Muse Spark's
+    MuseSparkResidualGate, transformers 5.23.0):
+
+        y = alpha * x + beta * F(x),  beta = sigmoid(w / T),
+        alpha = sqrt(max(sigmoid(-w / T) * (1 + beta), eps))
+
+    sigmoid(-z) = 1 - sigmoid(z), so alpha² = (1 - beta)(1 + beta) = 1 - beta²: alpha² + beta²
+    = 1 wherever the floor does not act (beta² <= 1 - eps); there alpha = sqrt(eps). For x and
+    F(x) uncorrelated with unit variance, y has unit variance. T is Muse's
+    residual_gate_temperature (0.3), eps its residual_gate_eps (1e-3); w starts as
+    MuseSparkPreTrainedModel._init_weights draws it, N(0, 0.02): beta near 1/2.
+    It computes in float32 at least and returns x's dtype; Muse keeps w in float32
+    (_keep_in_fp32_modules_strict): call .float() on this module after casting a model.
+    """
+
+    def __init__(self, d_model: int, temperature: float = 0.3, eps: float = 1e-3):
+        super().__init__()
+        self.d_model = check_size("d_model", d_model)
+        # T <= 0 inverts or breaks the gate; eps >= 1 would hold alpha >= 1, alpha² + beta² > 1
+        self.temperature = float(check_number("temperature", temperature))
+        self.eps = float(check_number("eps", eps, "in (0, 1)"))
+        self.weight = nn.Parameter(0.02 * torch.randn(d_model))
+
+    def coefficients(self, dtype: torch.dtype = torch.float32):
+        """(alpha, beta), each (d_model,), computed in ``dtype`` (float32 at least)."""
+        dtype = torch.promote_types(torch.promote_types(dtype, self.weight.dtype), torch.float32)
+        w = self.weight.to(dtype) / self.temperature
+        beta = torch.sigmoid(w)
+        return torch.sqrt(torch.clamp(torch.sigmoid(-w) * (1.0 + beta), min=self.eps)), beta
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """alpha * x + beta * y, x the stream and y = F(x) the branch, both (B, T, C)."""
+        check_input(x, ("batch", "seq_len", self.d_model))
+        if not isinstance(y, torch.Tensor) or y.shape != x.shape:
+            got = tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__
+            raise ValueError(f"expected a branch of the stream's shape {tuple(x.shape)}, got {got}")
+        alpha, beta = self.coefficients(x.dtype)
+        return (alpha * x.to(alpha.dtype) + beta * y.to(beta.dtype)).to(x.dtype)
+
+
+# --8<-- [end:residual_gate]
+
+
 # --8<-- [start:stack]
 STACK_POSITIONS = (*POSITIONS, "mixln", "lns")
 
@@ -891,8 +1000,35 @@ def deepnorm_init_(block: Block, beta: float) -> None:
             nn.init.xavier_normal_(linear.weight, gain=beta)
 
 
-RESIDUALS = ("add", "hc", "mhc", "attnres", "denseformer")
+RESIDUALS = ("add", "hc", "mhc", "attnres", "denseformer", "vp_gate")
 BRANCH_POSITIONS = ("pre", "sandwich", "output", "lns")  # no norm on the residual path
+# The residuals that call each sublayer's branch (Residual.branch) and join it to x themselves
+BRANCH_RESIDUALS = ("hc", "mhc", "attnres", "vp_gate")
+
+# Combinations of settings, one rule a row: (setting, the values the rule covers or None for
+# any value given, the other setting, the values it may take then, why). Refuse, never ignore:
+# check_combinations checks each rule where both settings are known (Residual, Stack).
+_F_NORM = "only these put a norm on F's output"
+_IN_BRANCH = "it sees only each sublayer's branch, so the norms must sit in the branch"
+COMBINATIONS = (
+    ("residual", BRANCH_RESIDUALS, "parallel", (None,), "it calls the sublayers in turn"),
+    ("residual", BRANCH_RESIDUALS, "norm_position", BRANCH_POSITIONS, _IN_BRANCH),
+    ("residual", BRANCH_RESIDUALS, "layer_scalar", (None,), "it forms no block output to scale"),
+    ("gate_temperature", None, "residual", ("vp_gate",), "only its gates have one"),
+    ("gate_eps", None, "residual", ("vp_gate",), "only its gates have one"),
+    ("branch_norm", None, "norm_position", ("sandwich", "output"), _F_NORM),
+    ("branch_eps", None, "norm_position", ("sandwich", "output"), _F_NORM),
+)
+
+
+def check_combinations(settings: dict) -> None:
+    """Refuse a setting that another makes meaningless, naming both (rules: COMBINATIONS)."""
+    for name, values, other, allowed, why in COMBINATIONS:
+        if name not in settings or other not in settings:
+            continue
+        value, got = settings[name], settings[other]
+        if (value is not None if values is None else value in values) and got not in allowed:
+            raise ValueError(f"{name}={value!r} needs {other} in {allowed}, got {got!r}: {why}")
 
 
 class Stack(nn.Module):
@@ -907,8 +1043,12 @@ class Stack(nn.Module):
                  sums of ``block_size`` sublayers (Block AttnRes); one more for the output.
                  Kimi K3's attn_res_block_size counts layers: block_size is twice it
     denseformer  the blocks as in add, a depth-weighted average after each block
-    In hc, mhc and attnres a sublayer sees only its branch, F with its own norms
-    (``Residual.branch``), so the norms must sit in the branch: ``BRANCH_POSITIONS``.
+    vp_gate      alpha * x + beta * F(x) around each sublayer, alpha² + beta² = 1 per feature
+                 (ResidualGate, Muse Spark); ``gate_temperature`` T and ``gate_eps``, None:
+                 Muse's 0.3 and 1e-3
+    In hc, mhc, attnres and vp_gate a sublayer sees only its branch, F with its own norms
+    (``Residual.branch``), so the norms must sit in the branch: ``BRANCH_POSITIONS``. Which
+    settings exclude which: the table ``COMBINATIONS``.
     ``eps`` reaches every norm of the stack: the blocks', the final one and the connections'
     (HC's LayerNorm, mHC's RMSNorm, as DeepSeek-V4's one rms_norm_eps, AttnRes' RMSNorm);
     ``bias`` reaches HC's LayerNorm too. ``norm`` names the blocks' and the final norm; each
@@ -925,6 +1065,8 @@ class Stack(nn.Module):
         n_streams: int | None = None,  # hc, mhc: None is 4, DeepSeek-V4's hc_mult
         block_size: int | None = None,
         n_fracs: int | None = None,  # hc: Frac-Connections' m; None is 1, no split
+        gate_temperature: float | None = None,  # vp_gate: None is Muse Spark's 0.3
+        gate_eps: float | None = None,  # vp_gate: None is Muse Spark's 1e-3
         **block_kwargs,
     ):
         super().__init__()
@@ -953,16 +1095,10 @@ class Stack(nn.Module):
             raise ValueError(f"block_size is for 'attnres', got residual={residual!r}")
         norm_position = block_kwargs.pop("norm_position", "pre")
         parallel = block_kwargs.get("parallel")
-        if parallel is not None and residual in ("hc", "mhc", "attnres"):
-            # these call each sublayer's branch in turn: a parallel block would be serial there
-            raise ValueError(
-                f"parallel blocks need residual 'add' or 'denseformer', got {residual!r}"
-            )
-        if residual in ("hc", "mhc", "attnres") and norm_position not in BRANCH_POSITIONS:
-            raise ValueError(
-                f"residual={residual!r} needs norm_position in {BRANCH_POSITIONS}, "
-                f"got {norm_position!r}"
-            )
+        given = dict(residual=residual, norm_position=norm_position, parallel=parallel)
+        given.update(gate_temperature=gate_temperature, gate_eps=gate_eps)
+        keys = ("layer_scalar", "branch_norm", "branch_eps")
+        check_combinations(given | {k: block_kwargs.get(k) for k in keys})
         placements = layer_placements(norm_position, n_layers)  # checks norm_position
         if parallel is not None and norm_position == "mixln" and placements[0][0] == "post":
             n_post = sum(p == "post" for p, _ in placements)
@@ -986,12 +1122,6 @@ class Stack(nn.Module):
         scales = isinstance(branch_scale, numbers.Real) and branch_scale != 1
         if scales and norm_position != "normed_skip":
             raise ValueError(f"branch_scale scales F in 'normed_skip' only, got {norm_position!r}")
-        layer_scalar = block_kwargs.get("layer_scalar")
-        if layer_scalar is not None and residual in ("hc", "mhc", "attnres"):
-            raise ValueError(  # these call each sublayer's branch: no block output to scale
-                f"layer_scalar scales a block's output, which residual={residual!r} never forms, "
-                f"got layer_scalar={layer_scalar!r}"
-            )
         if "pre_scale" in block_kwargs:
             raise ValueError(
                 "a stack sets pre_scale per layer (norm_position='lns': 1/sqrt(l)), "
@@ -1003,8 +1133,9 @@ class Stack(nn.Module):
         norm, eps = block_kwargs.get("norm"), block_kwargs.get("eps")
         if norm_position == "rezero" and final_norm:
             block_kwargs.pop("norm", None)  # ReZero's blocks have no norm: it is the final norm's
-            if block_kwargs.get("qk_norm") is None and not block_kwargs.get("v_norm"):
-                block_kwargs.pop("eps", None)  # and so is eps, unless a qk_norm or v_norm takes it
+            attn_norms = block_kwargs.get("v_norm") or block_kwargs.get("o_norm")
+            if block_kwargs.get("qk_norm") is None and not attn_norms:
+                block_kwargs.pop("eps", None)  # and so is eps, unless the attention's norms take it
         norm = "layernorm" if norm is None else norm
         if norm_position == "deepnorm":
             block_kwargs["alpha"], beta = deepnorm_alpha_beta(n_layers)
@@ -1039,6 +1170,10 @@ class Stack(nn.Module):
             self.connections = nn.ModuleList(
                 DepthWeightedAverage(i + 2, d_model) for i in range(n_layers)
             )
+        elif residual == "vp_gate":
+            t = 0.3 if gate_temperature is None else gate_temperature
+            e = 1e-3 if gate_eps is None else gate_eps
+            self.connections = nn.ModuleList(ResidualGate(d_model, t, e) for _ in range(n_sub))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.residual == "add":
@@ -1052,7 +1187,8 @@ class Stack(nn.Module):
         else:
             check_input(x, ("batch", "seq_len", self.d_model))
             branches = [r.branch for layer in self.layers for r in (layer.attn, layer.mlp)]
-            x = (self._attnres if self.residual == "attnres" else self._streams)(x, branches)
+            connect = {"attnres": self._attnres, "vp_gate": self._gated}
+            x = connect.get(self.residual, self._streams)(x, branches)
         return self.norm_f(x) if self.norm_f is not None else x
 
     def _streams(self, x: torch.Tensor, branches) -> torch.Tensor:
@@ -1065,6 +1201,11 @@ class Stack(nn.Module):
         for conn, branch in zip(self.connections, branches, strict=True):
             h = conn(h, branch)
         return h.sum(dim=-2) if self.head is None else self.head.collapse(h)[0]
+
+    def _gated(self, x: torch.Tensor, branches) -> torch.Tensor:
+        for gate, branch in zip(self.connections, branches, strict=True):
+            x = gate(x, branch(x))  # alpha * x + beta * F(x), per feature
+        return x
 
     def _attnres(self, x: torch.Tensor, branches) -> torch.Tensor:
         blocks, partial = [x], None  # b_0 = the embedding; partial: the open block's sum

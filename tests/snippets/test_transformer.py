@@ -22,6 +22,7 @@ from transformers.models.gemma4 import modeling_gemma4 as hf_gemma4
 from transformers.models.gpt_neox import modeling_gpt_neox as hf_neox
 from transformers.models.llama4 import modeling_llama4 as hf_llama4
 from transformers.models.minimax import modeling_minimax as hf_minimax
+from transformers.models.muse_spark import modeling_muse_spark as hf_muse
 from transformers.models.olmo2 import modeling_olmo2 as hf_olmo2
 from transformers.models.qwen3 import modeling_qwen3 as hf_qwen3
 from transformers.models.qwen3_5 import modeling_qwen3_5 as hf_qwen3_5
@@ -30,7 +31,9 @@ from transformers.models.qwen3_next import modeling_qwen3_next as hf_qwen3_next
 from snippets.transformer import (
     ACTIVATIONS,
     BRANCH_POSITIONS,
+    BRANCH_RESIDUALS,
     GPT,
+    NORM_CHOICES,
     NORMS,
     OUTPUT_GATES,
     PARALLEL,
@@ -49,6 +52,7 @@ from snippets.transformer import (
     MultiHeadAttention,
     OnePlusRMSNorm,
     Residual,
+    ResidualGate,
     Stack,
     admin_init_,
     check_size,
@@ -2248,7 +2252,8 @@ def test_bad_attention_and_parallel_configuration_is_named():
         MultiHeadAttention(D, H, qk_norm="head", qk_scale=10.0)
     with pytest.raises(
         ValueError,
-        match="eps is for a qk_norm or v_norm, got qk_norm=None, v_norm=False and eps=1e-06",
+        match="eps is for a qk_norm, v_norm or o_norm, got qk_norm=None, v_norm=False, "
+        "o_norm=False and eps=1e-06",
     ):
         MultiHeadAttention(D, H, eps=1e-6)
     for bad in (0, -1.0, float("nan"), float("inf"), True, "2"):
@@ -2267,13 +2272,18 @@ def test_bad_attention_and_parallel_configuration_is_named():
             Block(D, H, FF, norm_position=position, parallel="two_norms")
     with pytest.raises(ValueError, match="needs norm_position='pre', got 'post'"):
         Stack(4, D, H, FF, norm_position="mixln", parallel="one_norm")  # Mix-LN's Post-LN layers
-    for residual in ("hc", "mhc", "attnres"):
+    for residual in BRANCH_RESIDUALS:
         with pytest.raises(
             ValueError,
-            match=f"parallel blocks need residual 'add' or 'denseformer', got '{residual}'",
+            match=re.escape(
+                f"residual='{residual}' needs parallel in (None,), got 'one_norm': "
+                "it calls the sublayers in turn"
+            ),
         ):
             Stack(2, D, H, FF, residual=residual, parallel="one_norm")
-    with pytest.raises(ValueError, match=r"norm must be one of \(.*'derf'\), got 'erf'"):
+    with pytest.raises(
+        ValueError, match=r"norm must be one of \(.*'rmsnorm_noweight'\), got 'erf'"
+    ):
         Block(D, H, FF, norm="erf")
     with pytest.raises(ValueError, match="Derf has no eps, got eps=1e-06"):
         make_norm("derf", D, eps=1e-6)
@@ -2618,7 +2628,7 @@ def _stack_is_meaningful(residual, position, parallel, n_streams, block_size) ->
         return False
     if block_size is not None and residual != "attnres":
         return False
-    if residual in ("hc", "mhc", "attnres") and position not in BRANCH_POSITIONS:
+    if residual in BRANCH_RESIDUALS and position not in BRANCH_POSITIONS:
         return False  # the sublayers see only their branches
     if parallel is not None:  # both sublayers read x; every layer Pre-LN (lns: scaled Pre-LN)
         return residual in ("add", "denseformer") and position in ("pre", "lns")
@@ -2842,7 +2852,8 @@ NEW_FLAG_ERRORS = [
      "v_norm must be True or False, got 'yes'"),
     (lambda: Block(D, H, FF, v_norm=1), TypeError, "v_norm must be True or False, got 1"),
     (lambda: MultiHeadAttention(D, H, eps=1e-6, v_norm=False), ValueError,
-     "eps is for a qk_norm or v_norm, got qk_norm=None, v_norm=False and eps=1e-06"),
+     "eps is for a qk_norm, v_norm or o_norm, got qk_norm=None, v_norm=False, o_norm=False and "
+     "eps=1e-06"),
     (lambda: MultiHeadAttention(D, H, qk_norm="l2", qk_scale=10.0, scale=1.0), ValueError,
      "qk_norm='l2' scales the logits by its learned qk_scale, got scale=1.0"),
     *[
@@ -2868,9 +2879,9 @@ NEW_FLAG_ERRORS = [
      "layer_scalar must be None or a finite number, got str '1'"),
     *[
         (lambda r=r: Stack(2, D, H, FF, residual=r, layer_scalar=0.5), ValueError,
-         f"layer_scalar scales a block's output, which residual={r!r} never forms, "
-         "got layer_scalar=0.5")
-        for r in ("hc", "mhc", "attnres")
+         f"residual={r!r} needs layer_scalar in (None,), got 0.5: it forms no block output to "
+         "scale")
+        for r in BRANCH_RESIDUALS
     ],
     *[
         (lambda p=p: Residual(nn.Identity(), D, p, branch_scale=0.5), ValueError,
@@ -2899,7 +2910,8 @@ NEW_FLAG_ERRORS = [
     (lambda: Block(D, H, FF, norm_position="normed_skip", parallel="one_norm"), ValueError,
      "parallel='one_norm' needs norm_position='pre', got 'normed_skip'"),
     (lambda: Stack(2, D, H, FF, residual="attnres", norm_position="normed_skip"), ValueError,
-     f"residual='attnres' needs norm_position in {BRANCH_POSITIONS}, got 'normed_skip'"),
+     f"residual='attnres' needs norm_position in {BRANCH_POSITIONS}, got 'normed_skip': it sees "
+     "only each sublayer's branch, so the norms must sit in the branch"),
     (lambda: Block(D, H, FF, norm_position="rezero", v_norm=False, eps=1e-3), ValueError,
      "norm_position='rezero' has no norm, got eps=0.001"),
 ]  # fmt: skip
@@ -3097,3 +3109,329 @@ def test_normed_skip_equals_minimax_decoder_layers(beta, dtype):
         layer0 = theirs[0](x, **kw)
         torch.testing.assert_close(ours.layers[0](x), layer0, **LAYER_TOL[dtype])
         torch.testing.assert_close(ours(x), norm(h), **LAYER_TOL[dtype])
+
+
+# --- Muse Spark: the variance-preserving residual gate and its norms ------------------------------
+# Reference code: transformers 5.23.0, models/muse_spark/modeling_muse_spark.py (MuseSparkRMSNorm,
+# MuseSparkTextCenteredRMSNorm, MuseSparkTextInputScaledRMSNorm, MuseSparkResidualGate,
+# MuseSparkTextAttention, MuseSparkTextDecoderLayer) and configuration_muse_spark.py. Built small,
+# random init, nothing downloaded.
+MD, MH, MFF = 64, 4, 96  # head_dim 16: 1 / sqrt(16) is exact, as HF's head_dim ** -0.5
+
+
+def _muse_config(**extra):
+    """One dense layer, as many key-value heads as heads. With one layer, layer 0 is the last
+    one: Muse makes it full attention and NoPE (layer_rope_theta 0), so MuseSparkTextModel
+    passes it position_embeddings=None, as these tests do."""
+    config = transformers.MuseSparkTextConfig(
+        hidden_size=MD, intermediate_size=MFF, num_hidden_layers=1, num_attention_heads=MH,
+        num_key_value_heads=MH, head_dim=MD // MH, mlp_layer_types=["dense"], vocab_size=32,
+        bos_token_id=None, eos_token_id=None, attn_implementation="eager", **extra,
+    )  # fmt: skip
+    assert config.layer_types == ["full_attention"] and config.layer_rope_theta == [0]
+    return config
+
+
+def test_muse_spark_config_defaults_are_the_handbooks():
+    """The defaults the handbook's flags take for Muse Spark, read from the config."""
+    config = transformers.MuseSparkTextConfig()
+    assert config.residual_gate_temperature == 0.3
+    assert config.qk_scale_factor == 5.4730064863875
+    assert (config.rms_norm_eps, config.post_norm_eps) == (1e-5, 1e-8)
+    assert config.final_logit_softcapping == 20.0
+    theirs = hf_muse.MuseSparkResidualGate(_muse_config())
+    ours = ResidualGate(MD)
+    assert (ours.temperature, ours.eps) == (theirs.temperature, theirs.eps) == (0.3, 1e-3)
+    stack = Stack(1, MD, MH, MFF, residual="vp_gate", norm_position="sandwich")
+    assert {(g.temperature, g.eps) for g in stack.connections} == {(0.3, 1e-3)}
+    # the 1 + w norms start at w = 0, as MuseSparkPreTrainedModel._init_weights sets them
+    assert not make_norm("rmsnorm_1p", MD).weight.any()
+    assert not make_norm("rmsnorm_1p_input", MD).weight.any()
+    assert not hf_muse.MuseSparkTextCenteredRMSNorm(MD).weight.any()
+
+
+def _muse_norm_pairs(eps=1e-5):
+    """(ours, theirs) with the same random weights."""
+    m = hf_muse
+    pairs = [
+        (make_norm("rmsnorm_1p", MD, eps), m.MuseSparkTextCenteredRMSNorm(MD, eps)),
+        (make_norm("rmsnorm_1p_input", MD, eps), m.MuseSparkTextInputScaledRMSNorm(MD, eps)),
+        (make_norm("rmsnorm_noweight", MD, eps), m.MuseSparkRMSNorm(eps=eps, with_scale=False)),
+    ]
+    for i, (ours, theirs) in enumerate(pairs):
+        _randomize(theirs, seed=i)
+        with torch.no_grad():
+            for p in theirs.parameters():
+                p.sub_(1.0)  # w of 1 + w around 0, where training keeps it
+        ours.load_state_dict(theirs.state_dict())
+    return pairs
+
+
+@pytest.mark.parametrize("eps", [1e-5, 1e-8])
+def test_muse_norms_equal_hugging_face_in_float32(eps):
+    """rmsnorm_1p ↔ MuseSparkTextCenteredRMSNorm, rmsnorm_1p_input ↔
+    MuseSparkTextInputScaledRMSNorm, rmsnorm_noweight ↔ MuseSparkRMSNorm(with_scale=False), eps
+    rms_norm_eps (1e-5) and post_norm_eps (1e-8): the same arithmetic in the same order, bit for
+    bit. x has a mean of 3: the "centered" norm subtracts none."""
+    x = torch.randn(3, 5, MD) + 3.0
+    for ours, theirs in _muse_norm_pairs(eps):
+        torch.testing.assert_close(ours(x), theirs(x), rtol=0, atol=0)
+    centered = hf_muse.MuseSparkTextCenteredRMSNorm(MD, eps)  # w = 0 at init
+    rms = x.pow(2).mean(-1, keepdim=True).add(eps).sqrt()
+    torch.testing.assert_close(centered(x), x / rms)  # no mean taken away
+    assert centered(x).mean().item() > 0.9
+
+
+def test_muse_norms_in_bfloat16():
+    """In bfloat16 Muse forms 1 + w in w's dtype, bfloat16 (rounded to 8 bits), the handbook in
+    float32 (as OnePlusRMSNorm does for Gemma 3): with any w they agree to one bfloat16 rounding
+    of the scale, 2^-7 relative; with w whose 1 + w bfloat16 holds exactly, bit for bit. The
+    weightless norm agrees bit for bit."""
+    x = (torch.randn(3, 5, MD) + 1.0).to(torch.bfloat16)
+    for ours, theirs in _muse_norm_pairs():
+        ours, theirs = ours.to(torch.bfloat16), theirs.to(torch.bfloat16)
+        torch.testing.assert_close(ours(x), theirs(x), rtol=2**-7, atol=2**-7)
+        for m in (ours, theirs):
+            for p in m.parameters():  # 1 + w on bfloat16's grid: both scales are exact
+                p.data = torch.round(p.data.float() * 64) / 64
+                p.data = p.data.to(torch.bfloat16)
+        torch.testing.assert_close(ours(x), theirs(x), rtol=0, atol=0)
+
+
+def test_rmsnorm_1p_input_scales_before_the_norm():
+    """RMSNorm(x * (1 + w)): the output's RMS is 1 whatever w is, up to eps."""
+    norm = make_norm("rmsnorm_1p_input", MD, 1e-8).double()
+    _randomize(norm)
+    x = torch.randn(4, 3, MD, dtype=torch.float64)
+    s = x * (1 + norm.weight)
+    expected = s / s.pow(2).mean(-1, keepdim=True).add(1e-8).sqrt()
+    torch.testing.assert_close(norm(x), expected, rtol=1e-12, atol=1e-12)
+    rms = norm(x).pow(2).mean(-1).sqrt()
+    torch.testing.assert_close(rms, torch.ones_like(rms), rtol=1e-6, atol=1e-6)
+    after = make_norm("rmsnorm_1p", MD, 1e-8).double()
+    after.load_state_dict(norm.state_dict())
+    assert (after(x) - norm(x)).abs().max() > 0.1  # the order matters
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_residual_gate_equals_muse_spark(dtype):
+    """ResidualGate ↔ MuseSparkResidualGate: w / T, beta = sigmoid, alpha = sqrt(clamp(
+    sigmoid(-w / T) (1 + beta), eps)), alpha * residual + beta * hidden in float32, cast to the
+    residual's dtype. w stays float32 on both sides (Muse's _keep_in_fp32_modules_strict); x and
+    F(x) in dtype. Bit for bit in both dtypes. w over [-3, 3] reaches the floor (w / T > 3.45)."""
+    theirs = hf_muse.MuseSparkResidualGate(_muse_config())
+    ours = ResidualGate(MD)
+    with torch.no_grad():
+        theirs.gate.copy_(torch.linspace(-3, 3, MD))
+    ours.load_state_dict({"weight": theirs.gate.detach()})
+    x, h = torch.randn(2, 5, MD).to(dtype), torch.randn(2, 5, MD).to(dtype)
+    y = ours(x, h)
+    assert y.dtype == dtype
+    torch.testing.assert_close(y, theirs(x, h), rtol=0, atol=0)
+
+
+def test_residual_gate_keeps_alpha2_plus_beta2_one():
+    """alpha² + beta² = 1 for every w where the floor does not act (beta² <= 1 - eps); beyond
+    it alpha = sqrt(eps). Then y = alpha x + beta F(x) keeps unit variance for x, F(x)
+    uncorrelated with unit variance (sampled: 200,000 draws per feature)."""
+    gate = ResidualGate(201).double()
+    with torch.no_grad():
+        gate.weight.copy_(torch.linspace(-4, 4, 201, dtype=torch.float64))
+    alpha, beta = gate.coefficients(torch.float64)
+    free = beta**2 <= 1 - gate.eps
+    assert free.sum() > 150 and (~free).any()
+    total = alpha**2 + beta**2
+    torch.testing.assert_close(total[free], torch.ones_like(total[free]), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(alpha[~free], torch.full_like(alpha[~free], gate.eps**0.5))
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(200_000, 1, 201, generator=g, dtype=torch.float64)
+    h = torch.randn(200_000, 1, 201, generator=g, dtype=torch.float64)
+    var = gate(x, h).var(dim=0).squeeze(0)
+    torch.testing.assert_close(var[free], torch.ones_like(var[free]), rtol=0.02, atol=0.02)
+
+
+def _muse_layer_pair(config):
+    """MuseSparkTextDecoderLayer with random weights (norm weights around 0, the gates' w
+    N(0, 0.3)) and the handbook's one-layer Stack with the same weights. Muse's dense MLP is
+    gated (down(silu(gate(h)) * up(h))), which FeedForward is not: the stack's feed-forward is
+    that same MuseSparkTextMLP module, so the test checks the norms, the attention, the gates and
+    their order."""
+    torch.manual_seed(0)
+    theirs = hf_muse.MuseSparkTextDecoderLayer(config, 0)
+    _randomize(theirs)
+    with torch.no_grad():
+        for name, p in theirs.named_parameters():
+            if name.endswith(("layernorm.weight", "residual_gate.gate")):
+                p.sub_(1.0)
+    ours = Stack(
+        1, MD, MH, MFF, residual="vp_gate", gate_temperature=config.residual_gate_temperature,
+        norm_position="sandwich", norm="rmsnorm_1p", eps=config.rms_norm_eps,
+        branch_norm=("rmsnorm_noweight", "rmsnorm_1p_input"), branch_eps=config.post_norm_eps,
+        qk_norm="head_noweight", scale=config.qk_scale_factor / math.sqrt(MD // MH),
+        o_norm=True, output_gate="elementwise", causal=True, bias=False, final_norm=False,
+    )  # fmt: skip
+    layer, attn = ours.layers[0], theirs.self_attn
+    with torch.no_grad():
+        layer.attn.sublayer.qkv.weight.copy_(
+            torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight])
+        )
+        layer.attn.sublayer.proj.weight.copy_(attn.o_proj.weight)
+        layer.attn.sublayer.gate.weight.copy_(attn.gate_proj.weight)
+    layer.attn.norm_in.load_state_dict(theirs.input_layernorm.state_dict())
+    layer.mlp.norm_in.load_state_dict(theirs.pre_feedforward_layernorm.state_dict())
+    layer.mlp.norm_branch.load_state_dict(theirs.post_feedforward_layernorm.state_dict())
+    assert not list(layer.attn.norm_branch.parameters())  # weightless, as post_attention_layernorm
+    for gate, hf_gate in zip(
+        ours.connections,
+        (theirs.post_attention_residual_gate, theirs.post_feedforward_residual_gate),
+        strict=True,
+    ):
+        gate.load_state_dict({"weight": hf_gate.gate.detach()})
+    layer.mlp.sublayer = theirs.mlp
+    return ours, theirs
+
+
+def _muse_outputs(ours, theirs, dtype, seed=0):
+    ours, theirs = ours.to(dtype), theirs.to(dtype)
+    gates = (theirs.post_attention_residual_gate, theirs.post_feedforward_residual_gate)
+    for gate in (*ours.connections, *gates):
+        gate.float()  # as Muse loads them: _keep_in_fp32_modules_strict
+    x = torch.randn(2, 7, MD, generator=torch.Generator().manual_seed(seed)).to(dtype)
+    with torch.no_grad():
+        return ours(x), theirs(x, position_embeddings=None, attention_mask=_hf_causal_mask(x))
+
+
+def test_muse_layer_equals_hugging_face_bit_for_bit_with_a_unit_q_factor():
+    """With qk_scale_factor = 1 the handbook's layer and MuseSparkTextDecoderLayer run the same
+    float32 arithmetic in the same order: input_layernorm (1 + w), attention with weightless
+    q and k norms, o_norm and a sigmoid gate from the attention's input, the weightless
+    post_attention_layernorm, the gate; pre_feedforward_layernorm (1 + w), the MLP,
+    post_feedforward_layernorm RMSNorm(h * (1 + w)), the gate."""
+    ours, theirs = _muse_layer_pair(_muse_config(qk_scale_factor=1.0))
+    torch.testing.assert_close(*_muse_outputs(ours, theirs, torch.float32), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_muse_layer_equals_hugging_face(dtype, seed):
+    """With Muse's qk_scale_factor 5.473: HF multiplies q by it, then q·k by head_dim^-0.5;
+    the handbook multiplies q·k by their product (scale), one rounding fewer. float32: within
+    2e-6 (measured: 50 inputs hold). bfloat16: q and k of RMS 1 times 5.473 make logits up to
+    5.473 · 4 ≈ 22, where bfloat16's spacing is 2^-3, and Muse rounds 1 + w to bfloat16: the
+    two layers agree to 2^-3 absolute plus 2^-3 relative (held on 60 inputs, 2^-4 failed on 5),
+    and the handbook's is no farther from the float32 layer than twice HF's bfloat16 layer is
+    (on 10 inputs: closer on 8, at most 1.24 times as far on 2)."""
+    ours, theirs = _muse_layer_pair(_muse_config())
+    y, y_theirs = _muse_outputs(ours, theirs, dtype, seed)
+    if dtype == torch.float32:
+        torch.testing.assert_close(y, y_theirs, rtol=2e-6, atol=2e-6)
+        return
+    torch.testing.assert_close(y, y_theirs, rtol=2**-3, atol=2**-3)
+    ref, _ = _muse_outputs(*_muse_layer_pair(_muse_config()), torch.float32, seed)
+    ours_err = (y.float() - ref).abs().max()
+    theirs_err = (y_theirs.float() - ref).abs().max()
+    assert ours_err <= 2 * theirs_err, (ours_err, theirs_err)
+
+
+def test_o_norm_normalizes_each_heads_output_before_the_gate():
+    """o_norm: a weightless RMSNorm over head_size on the attention's output, before the gate."""
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(D, H, causal=True, qk_norm="head_noweight", eps=1e-6, o_norm=True)
+    plain = MultiHeadAttention(D, H, causal=True, qk_norm="head_noweight", eps=1e-6)
+    plain.load_state_dict(attn.state_dict())
+    seen = {}
+    attn.proj.register_forward_pre_hook(lambda m, args: seen.setdefault("y", args[0]))
+    plain.proj.register_forward_pre_hook(lambda m, args: seen.setdefault("plain", args[0]))
+    x = torch.randn(2, 5, D)
+    attn(x), plain(x)
+    heads = seen["plain"].view(2, 5, H, D // H)
+    expected = F.rms_norm(heads, (D // H,), eps=1e-6).reshape(2, 5, D)
+    torch.testing.assert_close(seen["y"], expected)
+    assert attn.o_norm.eps == 1e-6 and not list(attn.o_norm.parameters())
+
+
+def test_vp_gate_stack_trains_and_refuses_no_good_placement():
+    for position in BRANCH_POSITIONS:
+        stack = Stack(2, D, H, FF, residual="vp_gate", norm_position=position)
+        x = torch.randn(2, 5, D)
+        stack(x).square().mean().backward()
+        assert all(g.weight.grad is not None for g in stack.connections)
+
+
+MUSE_ERRORS = [
+    *[
+        (lambda p=p: Stack(2, D, H, FF, residual="vp_gate", norm_position=p), ValueError,
+         f"residual='vp_gate' needs norm_position in {BRANCH_POSITIONS}, got {p!r}: it sees "
+         "only each sublayer's branch, so the norms must sit in the branch")
+        for p in ("post", "deepnorm", "rezero", "normed_skip", "mixln")
+    ],
+    (lambda: Stack(2, D, H, FF, residual="vp_gate", parallel="two_norms"), ValueError,
+     "residual='vp_gate' needs parallel in (None,), got 'two_norms': it calls the sublayers in "
+     "turn"),
+    *[
+        (lambda r=r, k=k: Stack(2, D, H, FF, residual=r, **{k: 0.5}), ValueError,
+         f"{k}=0.5 needs residual in ('vp_gate',), got {r!r}: only its gates have one")
+        for r in ("add", "hc") for k in ("gate_temperature", "gate_eps")
+    ],
+    *[
+        (lambda v=v: Stack(2, D, H, FF, residual="vp_gate", gate_temperature=v), ValueError,
+         f"temperature must be a finite number > 0, got {v!r}")
+        for v in (0.0, -0.3, NAN, INF)
+    ],
+    (lambda: ResidualGate(D, temperature="0.3"), TypeError,
+     "temperature must be a finite number > 0, got str '0.3'"),
+    *[
+        (lambda v=v: ResidualGate(D, eps=v), ValueError,
+         f"eps must be a finite number in (0, 1), got {v!r}")
+        for v in (0.0, 1.0, -1e-3, NAN)
+    ],
+    (lambda: ResidualGate(0), ValueError, "d_model must be a positive int, got 0"),
+    (lambda: ResidualGate(D)(torch.randn(2, 3, D), torch.randn(2, 3, 8)), ValueError,
+     "expected a branch of the stream's shape (2, 3, 16), got (2, 3, 8)"),
+    (lambda: ResidualGate(D)(torch.randn(2, 3, 8), torch.randn(2, 3, 8)), ValueError,
+     "expected input of shape (batch, seq_len, 16), got (2, 3, 8)"),
+    (lambda: ResidualGate(D)(torch.randn(2, 3, D), None), ValueError,
+     "expected a branch of the stream's shape (2, 3, 16), got NoneType"),
+    *[
+        (lambda p=p: Residual(nn.Identity(), D, p, branch_norm="rmsnorm_noweight"), ValueError,
+         f"branch_norm='rmsnorm_noweight' needs norm_position in ('sandwich', 'output'), got "
+         f"{p!r}: only these put a norm on F's output")
+        for p in ("pre", "post", "deepnorm", "normed_skip")
+    ],
+    (lambda: Block(D, H, FF, branch_eps=1e-8), ValueError,
+     "branch_eps=1e-08 needs norm_position in ('sandwich', 'output'), got 'pre': only these put "
+     "a norm on F's output"),
+    (lambda: Stack(2, D, H, FF, norm_position="mixln", branch_norm="rmsnorm"), ValueError,
+     "branch_norm='rmsnorm' needs norm_position in ('sandwich', 'output'), got 'mixln': only "
+     "these put a norm on F's output"),
+    (lambda: Residual(nn.Identity(), D, "rezero", branch_norm="rmsnorm"), ValueError,
+     "branch_norm='rmsnorm' needs norm_position in ('sandwich', 'output'), got 'rezero': only "
+     "these put a norm on F's output"),
+    (lambda: Residual(nn.Identity(), D, "sandwich", branch_norm="centered"), ValueError,
+     f"branch_norm must be one of {NORM_CHOICES}, got 'centered'"),
+    (lambda: Block(D, H, FF, norm_position="sandwich", norm="rms_1p"), ValueError,
+     f"norm must be one of {NORM_CHOICES}, got 'rms_1p'"),
+    (lambda: Block(D, H, FF, norm_position="output", branch_norm=("rmsnorm",)), ValueError,
+     "branch_norm must be a norm kind or a pair (attention's, feed-forward's), got 1 entries: "
+     "('rmsnorm',)"),
+    *[
+        (lambda v=v: Residual(nn.Identity(), D, "sandwich", branch_eps=v), ValueError,
+         f"branch_eps must be None or a finite number > 0, got {v!r}")
+        for v in (0.0, -1e-8, NAN)
+    ],
+    (lambda: make_norm("rmsnorm_1p_input", D, eps=0.0), ValueError,
+     "eps must be None or a finite number > 0, got 0.0"),
+    (lambda: make_norm("rmsnorm_noweight", D, eps="1e-5"), TypeError,
+     "eps must be None or a finite number > 0, got str '1e-5'"),
+    (lambda: MultiHeadAttention(D, H, o_norm="yes"), TypeError,
+     "o_norm must be True or False, got 'yes'"),
+    (lambda: Block(D, H, FF, o_norm=1), TypeError, "o_norm must be True or False, got 1"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "message"), MUSE_ERRORS, ids=[m for *_, m in MUSE_ERRORS]
+)
+def test_muse_flags_refuse_bad_input_naming_what_came(build, error, message):
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        build()
