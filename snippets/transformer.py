@@ -693,7 +693,13 @@ class HyperConnection(nn.Module):
       stream outgrows the largest, but the other sums are off by up to 8% on large logits
       (see sinkhorn_knopp), so the spectral norm is about 1, not 1, and the streams' sum is
       kept only as closely.
-    head=True (mHC): only the collapse, DeepseekV4HyperHead's, before the final norm.
+    independent=True: the independent HC of Tencent's Hy4 (transformers 5.23.0, models/hy_v4/
+      modeling_hy_v4.py, HYV4HyperConnection): DeepSeek-V4's form without comb, so
+      h'_k = post_k F(x) + h_k (H_res = I, no Sinkhorn). pre = sigmoid + eps and
+      post = magnitude sigmoid + eps, the RMS of the flattened streams scaling the projection's
+      output; all in float32 whatever the streams' dtype, autocast off, as Hy4 computes them.
+    head=True (mHC, iHC): only the collapse, DeepseekV4HyperHead's or HYV4HyperHead's, before
+      the final norm.
     n_fracs=m > 1: Frac-Connections (Zhu et al. 2025, arXiv 2503.14125, Eqs. 6-15 and
       Algorithms 1-3): the HC above on one stream split into m fractions h_j of width C/m,
       with pre an (m, m) matrix whose outputs are concatenated (x_i = Σ_j pre_ji h_j) and
@@ -713,6 +719,8 @@ class HyperConnection(nn.Module):
         sinkhorn_iters: int | None = None,  # mHC
         bias: bool | None = None,  # HC's LayerNorm; None: True
         n_fracs: int = 1,  # HC: split the one stream into n_fracs fractions (Frac-Connections)
+        independent: bool = False,  # iHC: no mixing of the streams (Hy4)
+        magnitude: float | None = None,  # iHC: post's largest value; None: Hy4's hc_magnitude 2
     ):
         super().__init__()
         m = self.n_fracs = check_size("n_fracs", n_fracs)
@@ -721,7 +729,8 @@ class HyperConnection(nn.Module):
         n = self.n_streams = check_size("n_streams", n_streams)
         self.d_model = check_size("d_model", d_model)
         if m > 1:  # the paper defines fractions for HC only, of one stream, read from pre = I
-            wrong = {"constrained": constrained, "head": head, "layer_index": layer_index}
+            wrong = {"constrained": constrained, "independent": independent, "head": head}
+            wrong["layer_index"] = layer_index
             wrong = {k: v for k, v in wrong.items() if v not in (False, None)}
             if n != 1:
                 wrong["n_streams"] = n
@@ -735,25 +744,46 @@ class HyperConnection(nn.Module):
                 raise ValueError(f"n_fracs must divide d_model, got d_model={d_model}, n_fracs={m}")
         self.width = d_model // m  # one stream's width: C for HC, C/m for a fraction
         self.rows = m if m > 1 else n  # the streams are (B, T, rows, width)
+        for name, flag in (("constrained", constrained), ("independent", independent)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, got {flag!r}")
+        if constrained and independent:
+            raise ValueError(
+                "independent=True drops comb, the mixing that constrained=True constrains: "
+                "choose one, got constrained=True, independent=True"
+            )
         self.constrained, self.dynamic, self.head = constrained, dynamic, head
-        if constrained and not dynamic:
-            raise ValueError("dynamic=False is Zhu et al.'s static HC, got constrained=True")
-        if head and not constrained:
-            raise ValueError("Zhu et al. sum the streams at the end: head=True needs constrained")
+        self.independent = independent
+        deepseek_form = constrained or independent  # one projection of the flattened streams
+        if deepseek_form and not dynamic:
+            flag = "constrained" if constrained else "independent"
+            raise ValueError(f"dynamic=False is Zhu et al.'s static HC, got {flag}=True")
+        if head and not deepseek_form:
+            raise ValueError(
+                "Zhu et al. sum the streams at the end: head=True needs constrained or independent"
+            )
         # Each setting acts in one variant only: refuse it elsewhere, never ignore it.
-        variant = (
-            ("mHC's head" if head else "mHC") if constrained else "HC" if dynamic else "static HC"
-        )
-        unused = {"layer_index": layer_index} if constrained else {"eps": eps}
+        variant = "mHC" if constrained else "iHC" if independent else None
+        variant = variant + "'s head" if head else variant
+        variant = variant or ("HC" if dynamic else "static HC")
+        unused = {"layer_index": layer_index} if deepseek_form else {"eps": eps}
         if head or not constrained:
-            unused["sinkhorn_iters"] = sinkhorn_iters  # the head and HC run no Sinkhorn
-        if constrained or not dynamic:
+            unused["sinkhorn_iters"] = sinkhorn_iters  # the heads, HC and iHC run no Sinkhorn
+        if deepseek_form or not dynamic:
             unused["bias"] = bias  # only HC's LayerNorm has a bias
         if not dynamic:
             unused["norm_eps"] = norm_eps  # static HC reads no norm
+        if head or not independent:
+            unused["magnitude"] = magnitude  # only iHC's post has one
         for name, value in unused.items():
             if value is not None:
                 raise ValueError(f"{variant} has no {name}, got {name}={value!r}")
+        self.magnitude = None
+        if independent:  # None: Hy4's hc_eps, rms_norm_eps and hc_magnitude
+            eps = check_number("eps", 1e-6 if eps is None else eps)
+            norm_eps = 1e-5 if norm_eps is None else norm_eps
+            if not head:
+                self.magnitude = check_number("magnitude", 2.0 if magnitude is None else magnitude)
         if constrained:  # None: DeepSeek-V4's hc_eps, rms_norm_eps and hc_sinkhorn_iters
             eps = check_number("eps", 1e-6 if eps is None else eps)
             norm_eps = 1e-6 if norm_eps is None else norm_eps
@@ -773,6 +803,16 @@ class HyperConnection(nn.Module):
             self.base = nn.Parameter(torch.zeros(sum(self.sizes)))
             self.scale = nn.Parameter(torch.ones(len(self.sizes)))
             return
+        if independent:
+            self.sizes = [n] if head else [n, n]  # pre, post
+            # init as transformers' HYV4PreTrainedModel._init_weights, initializer_range 0.006:
+            # pre starts at sigmoid(-log(n - 1)) = 1/n, post at magnitude / 2
+            self.fn = nn.Parameter(0.006 * torch.randn(sum(self.sizes), n * d_model))
+            base = torch.zeros(sum(self.sizes))
+            base[:n] = -math.log(max(n - 1, 1))
+            self.base = nn.Parameter(base)
+            self.scale = nn.Parameter(torch.full((len(self.sizes),), 0.01))
+            return
         layer_index = 0 if layer_index is None else layer_index
         if isinstance(layer_index, bool) or not isinstance(layer_index, int) or layer_index < 0:
             raise ValueError(f"layer_index must be an int >= 0, got {layer_index!r}")
@@ -791,18 +831,29 @@ class HyperConnection(nn.Module):
             self.dynamic_beta_scale = nn.Parameter(torch.full((1,), 0.01))
 
     def mixing(self, h: torch.Tensor):
-        """pre (B, T, n), post (B, T, n), comb (B, T, n, n) from the streams h (B, T, n, C);
-        with n_fracs = m > 1, pre (B, T, m, m) from the fractions h (B, T, m, C/m)."""
+        """pre (B, T, n), post (B, T, n), comb (B, T, n, n) from the streams h (B, T, n, C)
+        (iHC: comb None); with n_fracs = m > 1, pre (B, T, m, m) from the fractions h
+        (B, T, m, C/m)."""
         n = self.n_streams
-        if self.constrained:
+        if self.independent and torch.is_autocast_enabled(h.device.type):
+            with torch.autocast(h.device.type, enabled=False):  # Hy4: float32 under autocast too
+                return self.mixing(h)
+        if self.constrained or self.independent:
             dtype = torch.promote_types(h.dtype, torch.float32)  # as DeepSeek-V4: >= float32
-            flat = F.rms_norm(h.flatten(-2).to(dtype), (n * self.d_model,), eps=self.norm_eps)
-            parts = F.linear(flat, self.fn.to(dtype)).split(self.sizes, dim=-1)
+            flat = h.flatten(-2).to(dtype)
+            if self.independent:  # Hy4 scales the projection's output by 1/RMS instead
+                rms = torch.rsqrt(flat.square().mean(-1, keepdim=True) + self.norm_eps)
+                parts = (F.linear(flat, self.fn.to(dtype)) * rms).split(self.sizes, dim=-1)
+            else:
+                flat = F.rms_norm(flat, (n * self.d_model,), eps=self.norm_eps)
+                parts = F.linear(flat, self.fn.to(dtype)).split(self.sizes, dim=-1)
             bases = self.base.to(dtype).split(self.sizes)
             logits = [p * s + b for p, s, b in zip(parts, self.scale.to(dtype), bases, strict=True)]
             pre = torch.sigmoid(logits[0]) + self.eps
             if self.head:
                 return pre, None, None
+            if self.independent:  # no comb: each stream keeps its own past (H_res = I)
+                return pre, self.magnitude * torch.sigmoid(logits[1]) + self.eps, None
             comb = sinkhorn_knopp(logits[2].unflatten(-1, (n, n)), self.sinkhorn_iters, self.eps)
             return pre, 2 * torch.sigmoid(logits[1]), comb
         alpha, beta = self.static_alpha, self.static_beta  # (n, 1 + n), (n,)
@@ -827,6 +878,10 @@ class HyperConnection(nn.Module):
     def expand(self, y: torch.Tensor, h: torch.Tensor, post, comb) -> torch.Tensor:
         """The new streams h'_k = post_k y + Σ_j comb_jk h_j, (B, T, n, C)."""
         check_input(y, ("batch", "seq_len", self.d_model))
+        if comb is None:  # iHC: h'_k = post_k y + h_k, in float32 as Hy4's decoder layer
+            dtype = torch.promote_types(post.dtype, h.dtype)
+            x = post.to(dtype).unsqueeze(-1) * y.to(dtype).unsqueeze(-2) + h.to(dtype)
+            return x.to(h.dtype)
         post, comb = post.to(h.dtype), comb.to(h.dtype)
         if self.n_fracs > 1:  # post_k scales fraction k of y only
             y = y.unflatten(-1, (self.n_fracs, self.width))
@@ -1000,10 +1055,14 @@ def deepnorm_init_(block: Block, beta: float) -> None:
             nn.init.xavier_normal_(linear.weight, gain=beta)
 
 
-RESIDUALS = ("add", "hc", "mhc", "attnres", "denseformer", "vp_gate")
+RESIDUALS = ("add", "hc", "mhc", "ihc", "attnres", "denseformer", "vp_gate")
 BRANCH_POSITIONS = ("pre", "sandwich", "output", "lns")  # no norm on the residual path
 # The residuals that call each sublayer's branch (Residual.branch) and join it to x themselves
-BRANCH_RESIDUALS = ("hc", "mhc", "attnres", "vp_gate")
+BRANCH_RESIDUALS = ("hc", "mhc", "ihc", "attnres", "vp_gate")
+STREAM_RESIDUALS = ("hc", "mhc", "ihc")  # n streams, one HyperConnection around each sublayer
+# How the n streams become one d-vector after the last layer: Zhu et al.'s sum, GLM-5.3-Flash's
+# plain mean, DeepSeek-V4's and Hy4's learned head
+COLLAPSES = ("sum", "mean", "head")
 
 # Combinations of settings, one rule a row: (setting, the values the rule covers or None for
 # any value given, the other setting, the values it may take then, why). Refuse, never ignore:
@@ -1015,6 +1074,8 @@ COMBINATIONS = (
     ("residual", BRANCH_RESIDUALS, "norm_position", BRANCH_POSITIONS, _IN_BRANCH),
     ("residual", BRANCH_RESIDUALS, "layer_scalar", (None,), "it forms no block output to scale"),
     ("gate_temperature", None, "residual", ("vp_gate",), "only its gates have one"),
+    ("collapse", None, "residual", STREAM_RESIDUALS, "only n streams are collapsed at the end"),
+    ("collapse", ("head",), "residual", ("mhc", "ihc"), "Zhu et al.'s HC has no learned head"),
     ("gate_eps", None, "residual", ("vp_gate",), "only its gates have one"),
     ("branch_norm", None, "norm_position", ("sandwich", "output"), _F_NORM),
     ("branch_eps", None, "norm_position", ("sandwich", "output"), _F_NORM),
@@ -1036,8 +1097,10 @@ class Stack(nn.Module):
 
     ``residual`` says how the sublayers' outputs reach later sublayers:
     add          x + F(x) in every Residual, the placement as ``norm_position`` says
-    hc, mhc      ``n_streams`` copies of x, a HyperConnection around each sublayer;
-                 collapsed at the end (Zhu et al.: a sum; DeepSeek-V4: a learned head);
+    hc, mhc, ihc ``n_streams`` copies of x, a HyperConnection around each sublayer: HC,
+                 mHC (DeepSeek-V4, GLM-5.3-Flash) or iHC, streams without mixing (Hy4);
+                 collapsed at the end as ``collapse`` says, None: the residual's own (Zhu
+                 et al.: "sum"; DeepSeek-V4, Hy4: "head", learned); "mean": GLM-5.3-Flash's;
                  hc with ``n_fracs`` > 1: x split into fractions, concatenated at the end
     attnres      each sublayer attends over the embedding and earlier outputs, or over
                  sums of ``block_size`` sublayers (Block AttnRes); one more for the output.
@@ -1046,11 +1109,12 @@ class Stack(nn.Module):
     vp_gate      alpha * x + beta * F(x) around each sublayer, alpha² + beta² = 1 per feature
                  (ResidualGate, Muse Spark); ``gate_temperature`` T and ``gate_eps``, None:
                  Muse's 0.3 and 1e-3
-    In hc, mhc, attnres and vp_gate a sublayer sees only its branch, F with its own norms
+    In hc, mhc, ihc, attnres and vp_gate a sublayer sees only its branch, F with its own norms
     (``Residual.branch``), so the norms must sit in the branch: ``BRANCH_POSITIONS``. Which
     settings exclude which: the table ``COMBINATIONS``.
     ``eps`` reaches every norm of the stack: the blocks', the final one and the connections'
-    (HC's LayerNorm, mHC's RMSNorm, as DeepSeek-V4's one rms_norm_eps, AttnRes' RMSNorm);
+    (HC's LayerNorm, mHC's and iHC's RMSNorm, as DeepSeek-V4's and Hy4's one rms_norm_eps,
+    AttnRes' RMSNorm);
     ``bias`` reaches HC's LayerNorm too. ``norm`` names the blocks' and the final norm; each
     connection keeps the norm its reference code uses.
     """
@@ -1062,17 +1126,20 @@ class Stack(nn.Module):
         n_heads: int,
         d_ff: int,
         residual: str = "add",
-        n_streams: int | None = None,  # hc, mhc: None is 4, DeepSeek-V4's hc_mult
+        n_streams: int | None = None,  # hc, mhc, ihc: None is 4, DeepSeek-V4's hc_mult
         block_size: int | None = None,
         n_fracs: int | None = None,  # hc: Frac-Connections' m; None is 1, no split
         gate_temperature: float | None = None,  # vp_gate: None is Muse Spark's 0.3
         gate_eps: float | None = None,  # vp_gate: None is Muse Spark's 1e-3
+        collapse: str | None = None,  # hc, mhc, ihc: None is the residual's own (COLLAPSES)
         **block_kwargs,
     ):
         super().__init__()
         check_size("n_layers", n_layers)
         if residual not in RESIDUALS:
             raise ValueError(f"residual must be one of {RESIDUALS}, got {residual!r}")
+        if collapse is not None and collapse not in COLLAPSES:
+            raise ValueError(f"collapse must be None or one of {COLLAPSES}, got {collapse!r}")
         if n_fracs is not None:  # given, so it must act: refuse, never ignore
             check_size("n_fracs", n_fracs)
             if residual != "hc":
@@ -1082,21 +1149,26 @@ class Stack(nn.Module):
                     f"n_fracs={n_fracs} splits one stream (Frac-Connections), "
                     f"so n_streams must be 1 or unset, got n_streams={n_streams}"
                 )
+            if n_fracs > 1 and collapse is not None:
+                raise ValueError(
+                    f"n_fracs={n_fracs} concatenates the fractions at the end, "
+                    f"so collapse must be unset, got collapse={collapse!r}"
+                )
             if n_fracs > 1:
                 n_streams = 1
         self.n_fracs = 1 if n_fracs is None else n_fracs
         if n_streams is not None:  # given, so it must act: refuse, never ignore
             check_size("n_streams", n_streams)
-            if residual not in ("hc", "mhc"):
-                raise ValueError(f"n_streams is for 'hc' and 'mhc', got residual={residual!r}")
-        elif residual in ("hc", "mhc"):
+            if residual not in STREAM_RESIDUALS:
+                raise ValueError(f"n_streams is for {STREAM_RESIDUALS}, got residual={residual!r}")
+        elif residual in STREAM_RESIDUALS:
             n_streams = 4
         if block_size is not None and residual != "attnres":
             raise ValueError(f"block_size is for 'attnres', got residual={residual!r}")
         norm_position = block_kwargs.pop("norm_position", "pre")
         parallel = block_kwargs.get("parallel")
         given = dict(residual=residual, norm_position=norm_position, parallel=parallel)
-        given.update(gate_temperature=gate_temperature, gate_eps=gate_eps)
+        given.update(gate_temperature=gate_temperature, gate_eps=gate_eps, collapse=collapse)
         keys = ("layer_scalar", "branch_norm", "branch_eps")
         check_combinations(given | {k: block_kwargs.get(k) for k in keys})
         placements = layer_placements(norm_position, n_layers)  # checks norm_position
@@ -1149,6 +1221,9 @@ class Stack(nn.Module):
         bias = block_kwargs.get("bias", True)
         self.norm_f = make_norm(norm, d_model, eps, bias) if final_norm else None
         self.residual, self.d_model, self.n_streams = residual, d_model, n_streams
+        if collapse is None and residual in STREAM_RESIDUALS:
+            collapse = "sum" if residual == "hc" else "head"
+        self.collapse = collapse
         n_sub = 2 * n_layers  # attention, feed-forward, attention, ...
         if residual == "hc":  # eps and bias reach the connections' LayerNorms
             kw = dict(norm_eps=eps, bias=bias, n_fracs=self.n_fracs)
@@ -1157,12 +1232,13 @@ class Stack(nn.Module):
                 HyperConnection(d_model, n_streams, layer_index=i, **kw) for i in index
             )
             self.head = None
-        elif residual == "mhc":  # one eps for all RMSNorms, as DeepSeek-V4's rms_norm_eps
-            kw = dict(constrained=True, norm_eps=eps)
+        elif residual in ("mhc", "ihc"):  # one eps for all RMSNorms, as DeepSeek-V4's, Hy4's
+            kw = dict(constrained=residual == "mhc", independent=residual == "ihc", norm_eps=eps)
             self.connections = nn.ModuleList(
                 HyperConnection(d_model, n_streams, **kw) for _ in range(n_sub)
             )
-            self.head = HyperConnection(d_model, n_streams, head=True, **kw)
+            head = collapse == "head"
+            self.head = HyperConnection(d_model, n_streams, head=True, **kw) if head else None
         elif residual == "attnres":  # one block per sublayer is Full AttnRes
             self.block_size = 1 if block_size is None else check_size("block_size", block_size)
             self.connections = nn.ModuleList(DepthAttention(d_model, eps) for _ in range(n_sub + 1))
@@ -1200,7 +1276,9 @@ class Stack(nn.Module):
         h = x.unsqueeze(-2).expand(*x.shape[:-1], self.n_streams, x.shape[-1])  # (B, T, n, C)
         for conn, branch in zip(self.connections, branches, strict=True):
             h = conn(h, branch)
-        return h.sum(dim=-2) if self.head is None else self.head.collapse(h)[0]
+        if self.head is not None:  # DeepSeek-V4, Hy4: pre-weights learned as in a sublayer's
+            return self.head.collapse(h)[0]
+        return h.mean(dim=-2) if self.collapse == "mean" else h.sum(dim=-2)  # GLM-5.3; Zhu
 
     def _gated(self, x: torch.Tensor, branches) -> torch.Tensor:
         for gate, branch in zip(self.connections, branches, strict=True):

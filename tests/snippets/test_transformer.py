@@ -19,7 +19,10 @@ from transformers.models.deepseek_v4 import modeling_deepseek_v4 as hf_v4
 from transformers.models.gemma2 import modeling_gemma2 as hf_gemma2
 from transformers.models.gemma3 import modeling_gemma3 as hf_gemma3
 from transformers.models.gemma4 import modeling_gemma4 as hf_gemma4
+from transformers.models.glm5_next import configuration_glm5_next as hf_glm5_config
+from transformers.models.glm5_next import modeling_glm5_next as hf_glm5
 from transformers.models.gpt_neox import modeling_gpt_neox as hf_neox
+from transformers.models.hy_v4 import modeling_hy_v4 as hf_hy4
 from transformers.models.llama4 import modeling_llama4 as hf_llama4
 from transformers.models.minimax import modeling_minimax as hf_minimax
 from transformers.models.muse_spark import modeling_muse_spark as hf_muse
@@ -1143,6 +1146,258 @@ def test_mhc_stack_equals_deepseek_v4_decoder_layers(dtype):
         torch.testing.assert_close(ours(x), expected, atol=HF_TOL[dtype], rtol=HF_TOL[dtype])
 
 
+# --- Streams without mixing (Hy4) and GLM-5.3-Flash's mean collapse -----------------------------
+# transformers==5.23.0, src/transformers/models/hy_v4/modeling_hy_v4.py (HYV4HyperConnection,
+# HYV4HyperHead, HYV4DecoderLayer.forward, HYV4Model.forward, _init_weights) and
+# src/transformers/models/glm5_next/modeling_glm5_next.py (Glm5NextTextHyperConnection, which
+# is DeepseekV4HyperConnection, and Glm5NextTextHyperHead, a plain mean).
+
+# Hy4 keeps fn, base and scale in float32 (_keep_in_fp32_modules_strict) and computes in
+# float32 with autocast off: bfloat16 streams meet float32 weights, as in a loaded checkpoint.
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def _hy4_config(**overrides):
+    """A small Hy4 config, random init, nothing downloaded; the HC settings keep the defaults of
+    configuration_hy_v4.py unless overridden."""
+    return hf_hy4.HYV4Config(
+        vocab_size=32, hidden_size=D, num_hidden_layers=2, num_attention_heads=2, head_dim=8,
+        q_lora_rank=8, kv_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=8,
+        n_routed_experts=2, num_experts_per_tok=1, moe_intermediate_size=8, intermediate_size=8,
+        index_n_heads=2, index_head_dim=8, index_topk=2, mlp_layer_types=["dense"] * 2,
+        pad_token_id=None, bos_token_id=None, eos_token_id=None, **overrides,
+    )  # fmt: skip
+
+
+def _glm5_config():
+    return hf_glm5_config.Glm5NextTextConfig(hidden_size=D)
+
+
+def test_ihc_defaults_and_init_are_hy4s():
+    config, ours = _hy4_config(), HyperConnection(D, independent=True)
+    assert (config.hc_mult, config.hc_magnitude) == (ours.n_streams, ours.magnitude)
+    assert (config.hc_eps, config.rms_norm_eps) == (ours.eps, ours.norm_eps)
+    # HYV4PreTrainedModel._init_weights: scale 0.01; pre's base -log(n - 1), post's 0
+    n = ours.n_streams
+    assert torch.equal(ours.scale, torch.full((2,), 0.01))
+    assert torch.equal(ours.base, torch.tensor([-math.log(n - 1)] * n + [0.0] * n))
+    head = HyperConnection(D, independent=True, head=True)
+    assert torch.equal(head.base, torch.full((n,), -math.log(n - 1))) and head.magnitude is None
+    assert Stack(1, D, H, FF, residual="ihc").n_streams == config.hc_mult
+    # at init pre is about 1/n: the collapse starts near the mean of the streams
+    pre, post, comb = ours.mixing(torch.randn(2, 3, n, D))
+    assert comb is None and torch.allclose(pre, torch.full_like(pre, 1 / n), atol=0.01)
+    assert torch.allclose(post, torch.ones_like(post), atol=0.01)  # magnitude 2 times 1/2
+
+
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES)
+@pytest.mark.parametrize("magnitude", [2.0, 1.5], ids=["magnitude 2", "magnitude 1.5"])
+def test_ihc_equals_hy4_hyper_connection(dtype, magnitude):
+    """The same weights in both; post and the collapsed sublayer input compared bit for bit
+    (rtol = atol = 0): both sides do the same float32 arithmetic in the same order, then round
+    the collapse to the streams' dtype once. Under a bfloat16 autocast too."""
+    torch.manual_seed(0)
+    theirs = hf_hy4.HYV4HyperConnection(_hy4_config(hc_magnitude=magnitude))
+    _randomize(theirs)
+    ours = HyperConnection(D, 4, independent=True, magnitude=magnitude)
+    _copy_mhc(ours, theirs)
+    h = torch.randn(3, 5, 4, D).to(dtype)
+    post, collapsed = theirs(h)
+    x, our_post, comb = ours.collapse(h)
+    assert comb is None and x.dtype == dtype and our_post.dtype == torch.float32
+    assert torch.equal(our_post, post) and torch.equal(x, collapsed)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        x_autocast, post_autocast, _ = ours.collapse(h)
+    assert torch.equal(post_autocast, post) and torch.equal(x_autocast, collapsed)
+
+
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES)
+def test_ihc_head_equals_hy4_hyper_head(dtype):
+    torch.manual_seed(0)
+    theirs = hf_hy4.HYV4HyperHead(_hy4_config())
+    _randomize(theirs)
+    ours = HyperConnection(D, 4, independent=True, head=True)
+    _copy_mhc(ours, theirs)
+    h = torch.randn(3, 5, 4, D).to(dtype)
+    x, post, comb = ours.collapse(h)
+    assert post is None and comb is None
+    assert torch.equal(x, theirs(h))  # the same float32 arithmetic: rtol = atol = 0
+
+
+class _Hy4AttentionStub(_KeywordStub):
+    """_KeywordStub for HYV4DecoderLayer, whose attention returns (out, weights, topk)."""
+
+    def forward(self, x=None, hidden_states=None, **kwargs):
+        return super().forward(x, hidden_states)[0], None, None
+
+
+def test_ihc_stack_equals_hy4_decoder_layers():
+    """Stack(residual="ihc") against two HYV4DecoderLayers (attention and MLP stubbed, see
+    _Stub), HYV4HyperHead and the final HYV4RMSNorm, chained as HYV4Model.forward chains
+    them; the expansion h'_k = post_k F(x) + h_k is done in float32 on both sides. The two
+    sides differ only in the layers' RMSNorm (nn.RMSNorm against HYV4RMSNorm, which rounds in
+    another order): float32 agrees to 1e-6, as in the DeepSeek-V4 stack test. bfloat16 is
+    compared connection by connection above, where it is exact."""
+    torch.manual_seed(0)
+    config = _hy4_config()
+    layers = [hf_hy4.HYV4DecoderLayer(config, i).eval() for i in range(2)]
+    head = hf_hy4.HYV4HyperHead(config)
+    norm = hf_hy4.HYV4RMSNorm(D, eps=config.rms_norm_eps)
+    for module in (*layers, head, norm):
+        _randomize(module)
+    ours = Stack(2, D, H, FF, residual="ihc", norm="rmsnorm", eps=config.rms_norm_eps).eval()
+    with torch.no_grad():
+        for i, layer in enumerate(layers):
+            _share_sublayers(layer, ours.layers[i], i, attn_stub=_Hy4AttentionStub)
+            _copy_mhc(ours.connections[2 * i], layer.attn_hc)
+            _copy_mhc(ours.connections[2 * i + 1], layer.ffn_hc)
+        _copy_mhc(ours.head, head)
+        ours.norm_f.weight.copy_(norm.weight)
+    x = torch.randn(2, 6, D)
+    with torch.no_grad():
+        h = x.unsqueeze(2).expand(-1, -1, config.hc_mult, -1).contiguous()
+        for layer in layers:
+            h = layer(h)[0]
+        torch.testing.assert_close(ours(x), norm(head(h)), atol=1e-6, rtol=1e-6)
+
+
+# GLM-5.3-Flash's connection is DeepSeek-V4's code: the same 1e-6 as HF_TOL in float32 (the
+# RMSNorm rounds in another order); in bfloat16 the streams are cast to float32 first on both
+# sides and the weights stay float32, so the collapse differs by at most one bfloat16 rounding.
+GLM_TOL = {torch.float32: 1e-6, torch.bfloat16: 2**-8}
+
+
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES)
+def test_mhc_equals_glm5_next_hyper_connection(dtype):
+    torch.manual_seed(0)
+    config = _glm5_config()
+    theirs = hf_glm5.Glm5NextTextHyperConnection(config)
+    _randomize(theirs)
+    ours = HyperConnection(D, config.hc_mult, constrained=True, norm_eps=config.rms_norm_eps)
+    _copy_mhc(ours, theirs)
+    h = torch.randn(3, 5, 4, D).to(dtype)
+    post, comb, collapsed = theirs(h)
+    x, our_post, our_comb = ours.collapse(h)
+    tol = GLM_TOL[dtype]
+    torch.testing.assert_close(our_post, post, atol=1e-6, rtol=1e-6)  # float32 on both sides
+    torch.testing.assert_close(our_comb, comb, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(x, collapsed, atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES)
+@pytest.mark.parametrize("residual", ["mhc", "ihc", "hc"])
+def test_mean_collapse_equals_glm5_next_hyper_head(residual, dtype):
+    """Stack(collapse="mean") ends as GLM-5.3-Flash's model does: the streams that leave the
+    last connection, averaged by Glm5NextTextHyperHead, then the final norm; bit for bit
+    (rtol = atol = 0), since both sides call the same mean."""
+    torch.manual_seed(0)
+    ours = Stack(2, D, H, FF, residual=residual, collapse="mean", norm="rmsnorm").to(dtype)
+    assert ours.head is None
+    _randomize(ours)
+    last = []
+    ours.connections[-1].register_forward_hook(lambda m, args, out: last.append(out))
+    x = torch.randn(2, 6, D).to(dtype)
+    with torch.no_grad():
+        got = ours(x)
+        expected = ours.norm_f(hf_glm5.Glm5NextTextHyperHead()(last[0]))
+    assert torch.equal(got, expected)
+
+
+BAD_NEW_STREAM_OPTIONS = {
+    "independent and constrained": (
+        lambda: HyperConnection(D, constrained=True, independent=True), ValueError,
+        "independent=True drops comb, the mixing that constrained=True constrains: choose one, "
+        "got constrained=True, independent=True",
+    ),
+    "independent not a bool": (
+        lambda: HyperConnection(D, independent="yes"), TypeError,
+        "independent must be True or False, got 'yes'",
+    ),
+    "independent and static": (
+        lambda: HyperConnection(D, independent=True, dynamic=False), ValueError,
+        "dynamic=False is Zhu et al.'s static HC, got independent=True",
+    ),
+    "independent and fractions": (
+        lambda: HyperConnection(D, independent=True, n_fracs=2), ValueError,
+        "Frac-Connections (n_fracs=2) split one HC stream and start from pre = I: independent "
+        "must be unset, got independent=True",
+    ),
+    "magnitude zero": (
+        lambda: HyperConnection(D, independent=True, magnitude=0.0), ValueError,
+        "magnitude must be a finite number > 0, got 0.0",
+    ),
+    "magnitude nan": (
+        lambda: HyperConnection(D, independent=True, magnitude=float("nan")), ValueError,
+        "magnitude must be a finite number > 0, got nan",
+    ),
+    "magnitude tensor": (
+        lambda: HyperConnection(D, independent=True, magnitude=torch.tensor(2.0)), TypeError,
+        "magnitude must be a finite number > 0, got Tensor tensor(2.)",
+    ),
+    "magnitude in mHC": (
+        lambda: HyperConnection(D, constrained=True, magnitude=2.0), ValueError,
+        "mHC has no magnitude, got magnitude=2.0",
+    ),
+    "magnitude in HC": (
+        lambda: HyperConnection(D, magnitude=2.0), ValueError,
+        "HC has no magnitude, got magnitude=2.0",
+    ),
+    "magnitude in iHC's head": (
+        lambda: HyperConnection(D, independent=True, head=True, magnitude=2.0), ValueError,
+        "iHC's head has no magnitude, got magnitude=2.0",
+    ),
+    "sinkhorn_iters in iHC": (
+        lambda: HyperConnection(D, independent=True, sinkhorn_iters=5), ValueError,
+        "iHC has no sinkhorn_iters, got sinkhorn_iters=5",
+    ),
+    "layer_index in iHC": (
+        lambda: HyperConnection(D, independent=True, layer_index=1), ValueError,
+        "iHC has no layer_index, got layer_index=1",
+    ),
+    "collapse unknown": (
+        lambda: Stack(2, D, H, FF, residual="mhc", collapse="avg"), ValueError,
+        "collapse must be None or one of ('sum', 'mean', 'head'), got 'avg'",
+    ),
+    "collapse of one stream": (
+        lambda: Stack(2, D, H, FF, collapse="mean"), ValueError,
+        "collapse='mean' needs residual in ('hc', 'mhc', 'ihc'), got 'add': only n streams are "
+        "collapsed at the end",
+    ),
+    "head for HC": (
+        lambda: Stack(2, D, H, FF, residual="hc", collapse="head"), ValueError,
+        "collapse='head' needs residual in ('mhc', 'ihc'), got 'hc': Zhu et al.'s HC has no "
+        "learned head",
+    ),
+    "collapse of fractions": (
+        lambda: Stack(2, D, H, FF, residual="hc", n_fracs=2, collapse="sum"), ValueError,
+        "n_fracs=2 concatenates the fractions at the end, so collapse must be unset, got "
+        "collapse='sum'",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("build, error, message", BAD_NEW_STREAM_OPTIONS.values(),
+                         ids=BAD_NEW_STREAM_OPTIONS)  # fmt: skip
+def test_bad_stream_options_are_named(build, error, message):
+    with pytest.raises(error) as err:
+        build()
+    assert str(err.value) == message
+
+
+def test_ihc_streams_never_mix():
+    """H_res = I: with F = 0 every stream is left as it came, and a stream written only by its
+    own post stays apart from the others (the derivation in the docs)."""
+    torch.manual_seed(0)
+    conn = HyperConnection(D, 4, independent=True)
+    h = torch.randn(2, 3, 4, D)
+    assert torch.equal(conn(h, torch.zeros_like), h)
+    # one stream changed: with F = 0 only it changes
+    h2 = h.clone()
+    h2[:, :, 1] += 1.0
+    changed = (conn(h2, torch.zeros_like) != conn(h, torch.zeros_like)).any(dim=-1)
+    assert changed[..., 1].all() and not changed[..., [0, 2, 3]].any()
+
+
 # --- Hyper-Connections (Zhu et al. 2025, arXiv 2409.19606) -------------------------------------
 
 
@@ -1410,7 +1665,9 @@ def test_bad_residual_configuration_is_named():
         Stack(2, D, H, FF, residual="hc", n_streams=0)
     with pytest.raises(ValueError, match="n_streams must be a positive int, got 0"):
         HyperConnection(D, 0)
-    with pytest.raises(ValueError, match="n_streams is for 'hc' and 'mhc', got residual='add'"):
+    with pytest.raises(
+        ValueError, match="n_streams is for \\('hc', 'mhc', 'ihc'\\), got residual='add'"
+    ):
         Stack(2, D, H, FF, n_streams=2)
     with pytest.raises(ValueError, match="block_size is for 'attnres', got residual='mhc'"):
         Stack(2, D, H, FF, residual="mhc", block_size=2)
@@ -2624,7 +2881,7 @@ def test_sinkhorn_refuses_an_eps_that_divides_by_zero():
 
 def _stack_is_meaningful(residual, position, parallel, n_streams, block_size) -> bool:
     """The rule the combinations of Stack's flags follow: every flag given must act."""
-    if n_streams is not None and residual not in ("hc", "mhc"):
+    if n_streams is not None and residual not in ("hc", "mhc", "ihc"):
         return False
     if block_size is not None and residual != "attnres":
         return False
