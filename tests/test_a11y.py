@@ -165,6 +165,20 @@ def test_a_diagram_description_becomes_its_title():
     assert not warnings
 
 
+def test_two_diagrams_on_a_page_share_no_id():
+    """PlantUML numbers every diagram's entities from ent0001: each gets a prefix of its
+    own, and its references to them follow."""
+    one = (
+        '<svg class="uml" alt="A" title=""><g id="ent0001"><use href="#ent0001"/></g>'
+        '<path fill="url(#ent0001)"/><g id="ent00010"/></svg>'
+    )
+    out = describe_diagrams(one + one, "page.md", "Diagram", [].append)
+    ids = re.findall(r'\bid="([^"]+)"', out)
+    assert len(ids) == len(set(ids)) == 6, ids
+    assert 'id="rn-d1-ent0001"' in out and 'href="#rn-d2-ent0001"' in out
+    assert "url(#rn-d1-ent0001)" in out and 'id="rn-d2-ent00010"' in out
+
+
 def test_a_diagram_without_description_is_a_warning():
     warnings: list[str] = []
     describe_diagrams(SVG.format(alt="uml diagram"), "page.md", "Diagram", warnings.append)

@@ -47,6 +47,20 @@ CELL_START = re.compile(r'<div\b[^>]*\bid="cell-id=([^"]+)"')
 IMG = re.compile(r"<img\b[^>]*>")
 
 
+SVG_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def own_ids(svg: str, prefix: str) -> str:
+    """A diagram's ids (PlantUML numbers each diagram's from ent0001) with a prefix of its
+    own, and its references to them, so that two diagrams on a page share no id."""
+    ids = set(SVG_ID.findall(svg))
+    if not ids:
+        return svg
+    names = "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))
+    svg = re.sub(rf'\bid="({names})"', lambda m: f'id="{prefix}{m.group(1)}"', svg)
+    return re.sub(rf"#({names})\b", lambda m: f"#{prefix}{m.group(1)}", svg)
+
+
 def describe_diagrams(html: str, where: str, region_label: str, warn: Warn) -> str:
     """Each PlantUML <svg>: its fence's alt text as <title>, role="img", in a scroll box."""
     out, pos = [], 0
@@ -64,7 +78,7 @@ def describe_diagrams(html: str, where: str, region_label: str, warn: Warn) -> s
         tag = SVG_ONLY_ATTR.sub("", ATTR.sub("", tag))
         tag = tag[:-1] + f' role="img" aria-labelledby="{title_id}">'
         title = f'<title id="{title_id}">{html_lib.escape(description, quote=False)}</title>'
-        body = SVG_ONLY_ATTR.sub("", html[match.end() : end])
+        body = own_ids(SVG_ONLY_ATTR.sub("", html[match.end() : end]), f"rn-d{count}-")
         box = f'<div class="rn-diagram" role="region" aria-label="{region_label}">'
         before = html[pos : match.start()]
         # Markdown puts the diagram in a <p>, which cannot hold the <div>: the box replaces it.
