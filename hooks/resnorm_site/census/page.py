@@ -1,0 +1,182 @@
+"""The census on a page: ``[[census:KEY]]`` replaced by the version, the families left
+out, the counts, or the tables, worded in the page's language."""
+
+from __future__ import annotations
+
+import re
+
+from resnorm_site.census.cells import GROUPS, group, summary
+from resnorm_site.census.families import RULES
+from resnorm_site.census.words import WORDS
+
+MARKER = re.compile(r"\[\[census:([\w-]+)\]\]")
+GITHUB = "https://github.com/huggingface/transformers/blob/v{version}/src/transformers/{file}"
+
+
+class PageError(Exception):
+    pass
+
+
+def number(value) -> str:
+    """ε as written in code: 1e-6, 1.5625e-7, 0.02."""
+    if value is None:
+        return "–"
+    if value == 0:
+        return "0"
+    text = f"{value:.6g}"
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return f"{mantissa}e{int(exponent)}"
+    return text
+
+
+def _join(words: dict, keys, table: str) -> str:
+    return " / ".join(words[table].get(k, k) for k in keys)
+
+
+def _form(words: dict, form: list) -> str:
+    places = dict((part, p) for part, p in form if part != "parallel")
+    parallel = any(part == "parallel" for part, _ in form)
+    distinct = set(places.values())
+    if len(distinct) == 1:
+        text = words["place"][distinct.pop()]
+    elif places:
+        mixer = words["place"].get(places.get("mixer"), "–")
+        mlp = words["place"].get(places.get("mlp"), "–")
+        text = words["parts"].format(mixer=mixer, mlp=mlp)
+    else:
+        text = words["none"]
+    return words["parallel"].format(place=text) if parallel else text
+
+
+def _placement(words: dict, forms: list) -> str:
+    if not forms:
+        return words["none"]
+    if len(forms) == 1:
+        return _form(words, forms[0])
+    return words["mixed"].format(forms=words["semi"].join(_form(words, f) for f in forms))
+
+
+def _qk(words: dict, qk: dict) -> str:
+    parts = []
+    if qk["qk"]:
+        parts.append(_join(words, qk["qk"], "qk"))
+    for key in ("v", "o", "latent"):
+        if qk[key]:
+            parts.append(words[key].format(forms=_join(words, qk[key], "qk")))
+    return words["semi"].join(parts) or words["none"]
+
+
+def _eps(c: dict, words: dict) -> str:
+    if c["eps"] is not None:
+        text = number(c["eps"])
+        others = [f"`{k}` {number(v)}" for k, v in sorted(c["eps_others"].items())]
+        return words["sep"].join([text, *others])
+    return words["sep"].join(number(v) for v in c["eps_measured"]) or words["none"]
+
+
+def _caps(words: dict, c: dict) -> str:
+    parts = []
+    for key in ("attn_cap", "final_cap"):
+        value = c[key]
+        if value is not None:
+            shown = words["cap_yes"] if value == "yes" else number(value)
+            parts.append(words[key].format(value=shown))
+    return words["sep"].join(parts) or words["none"]
+
+
+def cells_of(row: dict, words: dict) -> list[str]:
+    c = row.get("cells") or {}
+    if not c:
+        return [words["none"]] * 10
+    topology = words["topology"][c["topology"]].format(n=c["streams"])
+    gate = [words["gate"][g] for g in c["gate"]] + [words["sinks"][s] for s in c["sinks"]]
+    values = [
+        " + ".join(words["norm"][k] for k in c["norm"]),
+        " / ".join(words["weight"][k] for k in c["weight"]),
+        " / ".join(words["float32"][k] for k in c["float32"]) or words["none"],
+        _eps(c, words),
+        _placement(words, c["placement"]),
+        _qk(words, c["qk"]),
+        words["sep"].join(gate) or words["none"],
+        _caps(words, c),
+        topology,
+        words["final_norm"][c["final_norm"]],
+    ]
+    if row.get("method") == "source":  # read, not run: in italics
+        values = [v if v == words["none"] else f"*{v}*" for v in values]
+    return values
+
+
+def row_line(row: dict, words: dict, version: str) -> str:
+    link = GITHUB.format(version=version, file=row["file"])
+    name = f"[`{row['family']}`]({link})"
+    if row.get("method") != "probed":
+        why = words["why"].get(row.get("why", "probe"), words["why"]["probe"])
+        how = words["read"] if row.get("method") == "source" else words["unread"]
+        name = words["unprobed_row"].format(name=name, why=why, how=how)
+    cells = [name, *cells_of(row, words)]
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
+def tables(data: dict, lang: str) -> str:
+    words = WORDS[lang]
+    grouped: dict[str, list] = {g: [] for g in GROUPS}
+    for row in data["rows"]:
+        grouped[group(row)].append(row)
+    blocks = []
+    columns = words["header"].count("|") - 1
+    for name in GROUPS:
+        rows = grouped[name]
+        if not rows:
+            continue
+        title = words["group"][name].format(n=len(rows))
+        lines = [words["header"], "|" + "---|" * columns]
+        lines += [row_line(r, words, data["transformers"]) for r in rows]
+        body = "\n".join(f"    {line}" for line in lines)
+        blocks.append(f'??? note "{title}"\n\n{body}')
+    return "\n\n".join(blocks)
+
+
+def left_out(data: dict, lang: str) -> str:
+    words = WORDS[lang]
+    rules = [
+        words["rules"][rule].format(n=len(data["left_out"][rule]))
+        for rule in RULES
+        if data["left_out"].get(rule)
+    ]
+    return words["left_out"].format(
+        folders=data["folders"],
+        version=data["transformers"],
+        rows=len(data["rows"]),
+        rules=words["and"].join(rules) if lang == "zh" else "; ".join(rules),
+    )
+
+
+def counts(data: dict, lang: str) -> str:
+    words = WORDS[lang]
+    numbers = summary(data["rows"])
+    numbers["unread"] = numbers["not_probed"] - numbers["source"]
+    return "\n".join(
+        f"- {template.format(**numbers)}." if lang == "en" else f"- {template.format(**numbers)}。"
+        for _, template in words["summary"]
+    )
+
+
+def fill(markdown: str, lang: str, data: dict) -> str:
+    if lang not in WORDS:
+        raise PageError(f"no census words for language {lang!r}")
+
+    def replace(match: re.Match) -> str:
+        key = match.group(1)
+        if key == "version":
+            return data["transformers"]
+        if key == "left-out":
+            return left_out(data, lang)
+        if key == "summary":
+            return counts(data, lang)
+        if key == "tables":
+            return tables(data, lang)
+        raise PageError(f"unknown census placeholder [[census:{key}]]")
+
+    return MARKER.sub(replace, markdown)
