@@ -7,15 +7,15 @@ from __future__ import annotations
 from mkdocs.exceptions import PluginError
 
 from resnorm_site import census
-from resnorm_site.census import page
+from resnorm_site.census import page as census_page
 from resnorm_site.labels import language
 
 
-def on_page_markdown(markdown: str, page_, config, files) -> str:
+def on_page_markdown(markdown: str, page, config, files) -> str:
     if "[[census:" not in markdown:
         return markdown
     try:
         data = census.census()
-        return page.fill(markdown, language(config.theme.get("language")), data)
-    except (census.CensusError, page.PageError) as err:
-        raise PluginError(f"{page_.file.src_uri}: {err}") from None
+        return census_page.fill(markdown, language(config.theme.get("language")), data)
+    except (census.CensusError, census_page.PageError) as err:
+        raise PluginError(f"{page.file.src_uri}: {err}") from None
