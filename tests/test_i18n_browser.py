@@ -98,6 +98,11 @@ def test_each_language_searches_only_its_own_pages(browser, server, home, query)
     use finds only English pages from an English page, only Chinese ones from a Chinese one."""
     visit = Visit(browser, server + home + "foundations/layer-norm/")
     try:
+        # the theme requests the index once the page has settled: wait for the request
+        visit.page.wait_for_function(
+            "performance.getEntriesByType('resource').some(e => e.name.includes('search_index'))",
+            timeout=30_000,
+        )
         fetched = visit.page.evaluate(
             "performance.getEntriesByType('resource').map(e => e.name)"
             ".filter(name => name.includes('search_index'))"

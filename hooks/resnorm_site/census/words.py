@@ -150,7 +150,7 @@ WORDS = {
             "connection": "在残差流的连接之内",
             "none": "无",
         },
-        "parts": "注意力 {mixer}，MLP {mlp}",
+        "parts": "注意力：{mixer}；MLP：{mlp}",
         "parallel": "并行，{place}",
         "mixed": "逐层不同：{forms}",
         "qk": {
