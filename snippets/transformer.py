@@ -341,7 +341,7 @@ class OnePlusRMSNorm(nn.RMSNorm):
 
 class InputScaledRMSNorm(OnePlusRMSNorm):
     """RMSNorm(x * (1 + w)), w zero at init: the scale acts before the norm, not after
-    (MuseSparkTextInputScaledRMSNorm, transformers 5.23.0). The output's RMS is 1 whatever w
+    (MuseSparkTextInputScaledRMSNorm, transformers 5.24.0). The output's RMS is 1 whatever w
     is (up to eps): w weighs the features against each other, never the output's size."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -388,7 +388,7 @@ class MultiHeadAttention(nn.Module):
     (Gemma 4 gives all three its rms_norm_eps, Muse Spark both its). eps=None keeps PyTorch's
     default: in the RMSNorms torch's machine epsilon of the dtype they compute in (float32's,
     1.19e-7, for float16 and bfloat16 input too), in l2 F.normalize's 1e-12. The models above
-    set their own (rms_norm_eps in transformers 5.23.0: 1e-6 in Qwen3 and Gemma 3, 1e-5 in
+    set their own (rms_norm_eps in transformers 5.24.0: 1e-6 in Qwen3 and Gemma 3, 1e-5 in
     OLMo 2, Llama 4 and Muse Spark): pass it.
     """
 
@@ -549,7 +549,7 @@ class Block(nn.Module):
     a pair (attention's, feed-forward's) gives each its own (Muse Spark:
     ("rmsnorm_noweight", "rmsnorm_1p_input")).
     ``layer_scalar`` s multiplies the block's output, s * Block(x): Gemma 4's ``layer_scalar``,
-    a buffer (loaded with the weights, not trained; ones at init in transformers 5.23.0).
+    a buffer (loaded with the weights, not trained; ones at init in transformers 5.24.0).
     None, the default, multiplies by nothing.
     """
 
@@ -639,7 +639,7 @@ def sinkhorn_knopp(logits: torch.Tensor, n_iters: int = 20, eps: float = 1e-6) -
     """A doubly stochastic matrix (rows and columns sum to 1) over the last two dims, to the
     accuracy that n_iters iterations reach.
 
-    Sinkhorn-Knopp as DeepSeek-V4's mHC runs it (transformers 5.23.0,
+    Sinkhorn-Knopp as DeepSeek-V4's mHC runs it (transformers 5.24.0,
     DeepseekV4HyperConnection; deepseek-ai/TileKernels sinkhorn_normalize_ref): a row
     softmax plus eps, the columns normalized, then rows and columns n_iters - 1 more
     times. eps keeps every entry and every division away from zero; eps=0, the plain
@@ -685,7 +685,7 @@ class HyperConnection(nn.Module):
     constrained=False: Hyper-Connections (Zhu et al. 2024, arXiv 2409.19606, Eqs. 10-14 and
       Appendix J). A static [pre | comb] and post, plus (dynamic) tanh corrections read from
       each stream's LayerNorm, scaled by 0.01; sublayer k starts reading stream k mod n.
-    constrained=True: mHC as DeepSeek-V4 runs it (transformers 5.23.0, models/deepseek_v4/
+    constrained=True: mHC as DeepSeek-V4 runs it (transformers 5.24.0, models/deepseek_v4/
       modeling_deepseek_v4.py, DeepseekV4HyperConnection). One projection of the flattened
       streams under an unweighted RMSNorm gives pre = sigmoid + eps, post = 2 sigmoid and
       comb = Sinkhorn. comb is doubly stochastic only to Sinkhorn's accuracy: each new stream
@@ -693,7 +693,7 @@ class HyperConnection(nn.Module):
       stream outgrows the largest, but the other sums are off by up to 8% on large logits
       (see sinkhorn_knopp), so the spectral norm is about 1, not 1, and the streams' sum is
       kept only as closely.
-    independent=True: the independent HC of Tencent's Hy4 (transformers 5.23.0, models/hy_v4/
+    independent=True: the independent HC of Tencent's Hy4 (transformers 5.24.0, models/hy_v4/
       modeling_hy_v4.py, HYV4HyperConnection): DeepSeek-V4's form without comb, so
       h'_k = post_k F(x) + h_k (H_res = I, no Sinkhorn). pre = sigmoid + eps and
       post = magnitude sigmoid + eps, the RMS of the flattened streams scaling the projection's
@@ -957,7 +957,7 @@ class DepthWeightedAverage(nn.Module):
 # --8<-- [start:residual_gate]
 class ResidualGate(nn.Module):
     """A residual sum that keeps the variance, one gate per feature (Muse Spark's
-    MuseSparkResidualGate, transformers 5.23.0):
+    MuseSparkResidualGate, transformers 5.24.0):
 
         y = alpha * x + beta * F(x),  beta = sigmoid(w / T),
         alpha = sqrt(max(sigmoid(-w / T) * (1 + beta), eps))

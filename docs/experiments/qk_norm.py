@@ -448,7 +448,7 @@ assert not failed, f"the text above no longer matches this run: {failed}"
 #   (`attn_logit_softcapping=50.0`, `head_dim=256`) and `gemma/model.py`; Grok-1:
 #   xai-org/grok-1 at commit 7050ed2, `model.py` (`30 * tanh(logits / 30)`) and `run.py`
 #   (`key_size=128`).
-# - Qwen3's per-head QK-norm: Hugging Face transformers 5.23.0,
+# - Qwen3's per-head QK-norm: Hugging Face transformers 5.24.0,
 #   `models/qwen3/modeling_qwen3.py` (`Qwen3Attention`), tested equal to
 #   `MultiHeadAttention(qk_norm="head")` in `tests/snippets/test_transformer.py`.
 # - Code: `snippets/transformer.py` (`Stack`, `MultiHeadAttention`),

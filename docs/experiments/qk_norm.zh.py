@@ -86,5 +86,5 @@
 # - Wortsman et al. 2023，*Small-scale proxies for large-scale Transformer training instabilities*，[arXiv 2309.14322](https://arxiv.org/abs/2309.14322)，摘要。
 # - Dehghani et al. 2023，*Scaling Vision Transformers to 22 Billion Parameters*，[arXiv 2302.05442](https://arxiv.org/abs/2302.05442)，此处依据 Wortsman 等人摘要中的引述。
 # - Gemma 2：google/gemma_pytorch，提交 014acb7，`gemma/config.py`（`attn_logit_softcapping=50.0`、`head_dim=256`）和 `gemma/model.py`；Grok-1：xai-org/grok-1，提交 7050ed2，`model.py`（`30 * tanh(logits / 30)`）和 `run.py`（`key_size=128`）。
-# - Qwen3 的逐头 QK 归一化：Hugging Face transformers 5.23.0，`models/qwen3/modeling_qwen3.py`（`Qwen3Attention`），`tests/snippets/test_transformer.py` 检验了它与 `MultiHeadAttention(qk_norm="head")` 相等。
+# - Qwen3 的逐头 QK 归一化：Hugging Face transformers 5.24.0，`models/qwen3/modeling_qwen3.py`（`Qwen3Attention`），`tests/snippets/test_transformer.py` 检验了它与 `MultiHeadAttention(qk_norm="head")` 相等。
 # - 代码：`snippets/transformer.py`（`Stack`、`MultiHeadAttention`）、`snippets/lm_experiment.py`（`MarkovLanguage`、`train_lm`）。

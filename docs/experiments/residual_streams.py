@@ -85,7 +85,7 @@
 #   each as a square matrix of its own (`xavier_init_(stack, qkv="per_projection")` from
 #   `snippets/lm_experiment.py`), as in the depth and gradient experiments. The
 #   connections keep their own initialization: HC as Zhu et al.'s Eq. 14; mHC's
-#   projection $\mathcal{N}(0, 0.02^2)$, bias 0, scale 1, as transformers 5.23.0
+#   projection $\mathcal{N}(0, 0.02^2)$, bias 0, scale 1, as transformers 5.24.0
 #   initializes DeepSeek-V4's connections (`DeepseekV4PreTrainedModel._init_weights`;
 #   the mHC paper's own runs start their gating factors at 0.01, Table 5); AttnRes's
 #   pseudo-queries 0; DenseFormer's averages the identity.
@@ -567,7 +567,7 @@ print(f"mHC runs whose product's spectral norm exceeds 1 + 1e-5: {above or 'none
 # - Pagliardini et al. 2024, *DenseFormer*, arXiv 2402.02622; code epfml/DenseFormer,
 #   commit `c99a623`, `denseformer/denseformer.py`.
 # - Xiong et al. 2020, arXiv 2002.04745: §3.3, Lemma 2 and Theorem 1.
-# - Hugging Face transformers 5.23.0, `models/deepseek_v4/modeling_deepseek_v4.py`
+# - Hugging Face transformers 5.24.0, `models/deepseek_v4/modeling_deepseek_v4.py`
 #   (`DeepseekV4HyperConnection`, `DeepseekV4PreTrainedModel._init_weights`).
 # - Code: `snippets/transformer.py` (`Stack`, `HyperConnection`, `sinkhorn_knopp`,
 #   `DepthAttention`, `DepthWeightedAverage`), `snippets/lm_experiment.py`

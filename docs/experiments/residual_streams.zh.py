@@ -69,7 +69,7 @@
 #   各自作为一个独立的方阵（`snippets/lm_experiment.py` 中的
 #   `xavier_init_(stack, qkv="per_projection")`），与深度实验和梯度实验相同。各种连接保留自己的初始化：HC
 #   按 Zhu 等人的式 14；mHC 的投影为 $\mathcal{N}(0, 0.02^2)$、偏置 0、缩放 1，与 transformers
-#   5.23.0 初始化 DeepSeek-V4 连接的方式相同（`DeepseekV4PreTrainedModel._init_weights`；mHC
+#   5.24.0 初始化 DeepSeek-V4 连接的方式相同（`DeepseekV4PreTrainedModel._init_weights`；mHC
 #   论文自己的实验把门控因子初始化为 0.01，见表 5）；注意力残差的伪查询向量为 0；DenseFormer
 #   的平均为恒等。
 # - 输入：单位方差的高斯向量，批大小 4，序列长度 32；模型和数据用随机种子 0–2；
@@ -197,7 +197,7 @@
 # - Pagliardini et al. 2024，*DenseFormer*，arXiv 2402.02622；代码见 epfml/DenseFormer，提交
 #   `c99a623`，`denseformer/denseformer.py`。
 # - Xiong et al. 2020, arXiv 2002.04745：§3.3，引理 2 与定理 1。
-# - Hugging Face transformers 5.23.0，`models/deepseek_v4/modeling_deepseek_v4.py`（`DeepseekV4HyperConnection`、`DeepseekV4PreTrainedModel._init_weights`）。
+# - Hugging Face transformers 5.24.0，`models/deepseek_v4/modeling_deepseek_v4.py`（`DeepseekV4HyperConnection`、`DeepseekV4PreTrainedModel._init_weights`）。
 # - 代码：`snippets/transformer.py`（`Stack`、`HyperConnection`、`sinkhorn_knopp`、`DepthAttention`、`DepthWeightedAverage`）、`snippets/lm_experiment.py`（`xavier_init_`）、`snippets/grad_norms.py`（`handbook_w2`、`linear_loss`、`power_law_fit`），各自都有测试。
 
 # %%

@@ -1010,7 +1010,7 @@ def test_sinkhorn_refuses_bad_input():
 
 
 # --- mHC against DeepSeek-V4 in Hugging Face transformers ----------------------------------------
-# transformers==5.23.0 (pinned in requirements.txt), src/transformers/models/deepseek_v4/
+# transformers==5.24.0 (pinned in requirements.txt), src/transformers/models/deepseek_v4/
 # modeling_deepseek_v4.py (commit 361455895daf94ca66f78cf6792b09af397b4b30 in
 # huggingface/transformers): DeepseekV4HyperConnection, DeepseekV4HyperHead,
 # DeepseekV4DecoderLayer.forward and the final norm in DeepseekV4Model.forward.
@@ -1147,7 +1147,7 @@ def test_mhc_stack_equals_deepseek_v4_decoder_layers(dtype):
 
 
 # --- Streams without mixing (Hy4) and GLM-5.3-Flash's mean collapse -----------------------------
-# transformers==5.23.0, src/transformers/models/hy_v4/modeling_hy_v4.py (HYV4HyperConnection,
+# transformers==5.24.0, src/transformers/models/hy_v4/modeling_hy_v4.py (HYV4HyperConnection,
 # HYV4HyperHead, HYV4DecoderLayer.forward, HYV4Model.forward, _init_weights) and
 # src/transformers/models/glm5_next/modeling_glm5_next.py (Glm5NextTextHyperConnection, which
 # is DeepseekV4HyperConnection, and Glm5NextTextHyperHead, a plain mean).
@@ -2092,8 +2092,8 @@ def test_one_plus_rmsnorm_is_rmsnorm_with_weight_plus_one():
     torch.testing.assert_close(norm.weight.grad, plain.weight.grad, atol=1e-12, rtol=1e-12)
 
 
-# --- qk_norm and softcap against Hugging Face transformers 5.23.0 ---------------------------------
-# src/transformers/models/<model>/modeling_<model>.py in .venv (transformers==5.23.0, commit
+# --- qk_norm and softcap against Hugging Face transformers 5.24.0 ---------------------------------
+# src/transformers/models/<model>/modeling_<model>.py in .venv (transformers==5.24.0, commit
 # 361455895daf94ca66f78cf6792b09af397b4b30). Every config below is built small, random init,
 # nothing downloaded; num_key_value_heads = num_attention_heads (no grouped queries, which the
 # handbook's attention does not have), attention_bias=False (the models' default), eager
@@ -2304,7 +2304,7 @@ def test_bad_output_gate_is_named(bad):
             build()
 
 
-# Qwen3-Next's and Qwen3.5's attention: one code, two classes (transformers 5.23.0).
+# Qwen3-Next's and Qwen3.5's attention: one code, two classes (transformers 5.24.0).
 HF_GATED = {
     "qwen3_next": (hf_qwen3_next.Qwen3NextAttention, transformers.Qwen3NextConfig),
     "qwen3_5": (hf_qwen3_5.Qwen3_5Attention, transformers.Qwen3_5TextConfig),
@@ -2972,7 +2972,7 @@ def test_attention_states_what_eps_none_means():
 
 
 # --- Gemma 4 and MiniMax: v_norm, scale, layer_scalar, normed_skip -------------------------------
-# Reference code: transformers 5.23.0, models/gemma4/modeling_gemma4.py (Gemma4RMSNorm,
+# Reference code: transformers 5.24.0, models/gemma4/modeling_gemma4.py (Gemma4RMSNorm,
 # Gemma4TextAttention, Gemma4TextDecoderLayer) and models/minimax/modeling_minimax.py
 # (MiniMaxRMSNorm, MiniMaxAttention, MiniMaxDecoderLayer, MiniMaxModel).
 
@@ -3291,8 +3291,13 @@ def test_block_equals_gemma4_decoder_layer(dtype):
     assert torch.equal(ours.layer_scalar, theirs.layer_scalar)
     x = torch.randn(2, 6, D, dtype=dtype)
     with torch.no_grad():
+        # From 5.24.0 a layer that stores its keys and values for later layers writes them
+        # into the dict it is given; the model passes one, so the test does too.
         y_theirs = theirs(
-            x, attention_mask=_hf_causal_mask(x), position_embeddings=_rope_identity(x, D // H)
+            x,
+            attention_mask=_hf_causal_mask(x),
+            position_embeddings=_rope_identity(x, D // H),
+            shared_kv_states={},
         )
         torch.testing.assert_close(ours(x), y_theirs, **LAYER_TOL[dtype])
 
@@ -3369,7 +3374,7 @@ def test_normed_skip_equals_minimax_decoder_layers(beta, dtype):
 
 
 # --- Muse Spark: the variance-preserving residual gate and its norms ------------------------------
-# Reference code: transformers 5.23.0, models/muse_spark/modeling_muse_spark.py (MuseSparkRMSNorm,
+# Reference code: transformers 5.24.0, models/muse_spark/modeling_muse_spark.py (MuseSparkRMSNorm,
 # MuseSparkTextCenteredRMSNorm, MuseSparkTextInputScaledRMSNorm, MuseSparkResidualGate,
 # MuseSparkTextAttention, MuseSparkTextDecoderLayer) and configuration_muse_spark.py. Built small,
 # random init, nothing downloaded.
