@@ -1340,6 +1340,7 @@ class GPTConfig:
     norm_position: str = "pre"  # any of STACK_POSITIONS
     norm: str | None = None  # any of NORMS; None: LayerNorm (ReZero: none)
     activation: str = "gelu"  # nanoGPT's exact GELU; "gelu_tanh" is GPT-2's approximation
+    logit_softcap: float | None = None  # c: logits c * tanh(logits / c) (Gemma 2, Gemma 4)
 
 
 class GPT(nn.Module):
@@ -1350,6 +1351,7 @@ class GPT(nn.Module):
         self.config = c = config
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
             check_size(f"GPTConfig.{name}", getattr(c, name))
+        check_number("GPTConfig.logit_softcap", c.logit_softcap, none_ok=True)
         self.wte = nn.Embedding(c.vocab_size, c.n_embd)
         self.wpe = nn.Embedding(c.block_size, c.n_embd)
         self.drop = nn.Dropout(c.dropout)
@@ -1414,6 +1416,11 @@ class GPT(nn.Module):
         pos = torch.arange(T, device=idx.device)
         x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)
         logits = self.lm_head(self.stack(x))  # (B, T, vocab_size)
+        if self.config.logit_softcap is not None:
+            # Bounds every logit to (-c, c), smooth near 0: in Hugging Face's op order
+            # (divide, tanh, multiply), so a ported checkpoint gives the same bits.
+            c = self.config.logit_softcap
+            logits = torch.tanh(logits / c) * c
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
