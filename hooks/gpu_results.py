@@ -1,6 +1,6 @@
 """``[[gpu-results:SECTION]]`` on a page becomes the GPU figures of the results file
 ``make bench-gpu`` writes, with where and when they were measured, or says that none
-have been recorded yet (resnorm_site/gpu_results.py). A malformed file fails the build."""
+have been recorded yet (resnorm_site/gpu_results/). A malformed file fails the build."""
 
 from __future__ import annotations
 

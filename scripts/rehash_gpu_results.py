@@ -5,7 +5,7 @@
 The results file (docs/experiments/results/gpu_norm_speed.json, written by
 `make bench-gpu`) holds a hash of the code that was measured; the site compares it with the
 code's hash now and says when the code changed since. When the definition of that hash
-changes (resnorm_site/gpu_results.py's code_hash), a file measured before would read as
+changes (resnorm_site/gpu_results/source.py's code_hash), a file measured before would read as
 stale though the code is the same: this recomputes its hash from the code at its recorded
 commit, with git show, and leaves the samples as they are. It measures nothing.
 """

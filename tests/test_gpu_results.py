@@ -557,3 +557,57 @@ def test_the_gpu_page_names_the_versions_that_measured_it_apart_from_the_pins():
         for version in (machine["torch"], machine["triton"]):
             assert version.split("+")[0] not in source, f"{version} typed into {name}"
         assert set(re.findall(r"\b(torch|triton)==([\w.]+)", source)) == pins, name
+
+
+def test_the_advice_by_size_is_the_rule_of_the_bold_cells():
+    """-sizes names a size under "among the fastest" exactly where the kernel is bold in
+    the tables (fastest_group on the printed ranges), and under "slower" every other size,
+    with the fastest there and the kernel's host and GPU time per call; -host gives each
+    implementation's host time per call, lowest–highest over the sizes."""
+    data = gpu_results.read(ROOT / gpu_results.RESULTS_FILE)
+    rows, words = data["fused_rows"], gpu_results.WORDS["en"]
+    for impl in ("triton", "compiled"):
+        view = "fused_add_rms_norm-sizes" + ("" if impl == "triton" else f"-{impl}")
+        out = gpu_results.render(view, data, data["code_hash"], "en")
+        won, _, lost = out.partition(" It was slower than the fastest")
+        for r in (r for r in rows if r["impl"] == impl):
+            here = [x for x in rows if gpu_results.column(x) == gpu_results.column(r)
+                    and x["passes"] == r["passes"]]  # fmt: skip
+            item = f"{gpu_results.column_name(gpu_results.column(r))}, {r['passes']} ("
+            if impl in gpu_results.fastest_group(here):
+                assert item not in lost and f"{r['rows']}×{r['hidden']}" in won, (item, out)
+                continue
+            assert item in lost, (item, out)
+            times = f"host {gpu_results.host_us(r):.0f} µs and GPU {gpu_results.gpu_us(r):.0f} µs"
+            assert f"{gpu_results.figure_text(r)}{gpu_results.dagger(r)}, {times}" in lost
+    host = gpu_results.render("fused_add_rms_norm-host", data, data["code_hash"], "en")
+    for impl, short in (("triton", "this kernel"), ("nn", "eager")):
+        for p in gpu_results.PASSES:
+            us = [gpu_results.host_us(r) for r in rows if (r["impl"], r["passes"]) == (impl, p)]
+            assert f"{min(us):.0f}–{max(us):.0f} µs {p}" in host.split(f"{short}, ")[1]
+    assert words["short"][("fused_add_rms_norm", "triton")] == "this kernel"
+    zh = gpu_results.render("fused_add_rms_norm-sizes-compiled", data, data["code_hash"], "zh")
+    assert zh.startswith("在这次运行中，torch.compile 位列最快")  # a Latin name spaced
+
+
+def test_the_advice_views_say_what_is_wrong_with_a_marker(tmp_path):
+    for marker, message in [
+        ("norm_speed-sizes", "needs one named"),
+        ("fused_add_rms_norm-sizes-nope", "no implementation 'nope'"),
+        ("fused_add_rms_norm-host-nn", "only the view 'sizes' takes an implementation"),
+    ]:
+        with pytest.raises(gpu_results.ResultsError, match=message):
+            gpu_results.fill_markdown(f"[[gpu-results:{marker}]]", "en", root=ROOT)
+    for view in ("sizes", "host"):  # inline: one short sentence without a results file
+        out = gpu_results.fill_markdown(f"[[gpu-results:fused_add_rms_norm-{view}]]", "en",
+                                        root=tmp_path)  # fmt: skip
+        assert out == "No GPU figures have been recorded yet."
+
+
+def test_the_gpu_page_leads_with_the_advice_by_size():
+    for name in ("rmsnorm-gpu.md", "rmsnorm-gpu.zh.md"):
+        source = (ROOT / "docs/fast" / name).read_text(encoding="utf-8")
+        lead = source.split("\n## ", 1)[0]
+        for view in ("sizes", "host", "verdict"):
+            assert f"[[gpu-results:fused_add_rms_norm-{view}]]" in lead, (name, view)
+        assert "[[gpu-results:fused_add_rms_norm-sizes-compiled]]" in source
