@@ -163,6 +163,85 @@ def counts(data: dict, lang: str) -> str:
     )
 
 
+# Counts of current practice for other pages: [[census:count-CATEGORY]] is how many rows
+# fall in CATEGORY, [[census:list-CATEGORY]] which ones, each linked to its code. The
+# placements are the census page's groups, with its "around or after" group split in two;
+# the rest are counted over the rows with cells, as the census page's summary is.
+def _places(c: dict) -> set:
+    return {p for form in c["placement"] for part, p in form if part != "parallel"}
+
+
+def _grouped(name: str, places: set | None = None):
+    def test(row: dict) -> bool:
+        if group(row) != name:
+            return False
+        return places is None or _places(row["cells"]) == places
+
+    return test
+
+
+def _cells(test):
+    return lambda row: bool(row.get("cells")) and test(row["cells"])
+
+
+def _topology(*kinds: str):
+    return _cells(lambda c: c["topology"] in kinds)
+
+
+CATEGORIES = {
+    "placement-pre": _grouped("pre"),
+    "placement-around": _grouped("around", {"around"}),
+    "placement-output": _grouped("around", {"output"}),
+    "placement-parallel": _grouped("parallel"),
+    "placement-post": _grouped("post"),
+    "placement-mixed": _grouped("mixed"),
+    "placement-other": _grouped("other"),
+    "placement-unprobed": _grouped("unprobed"),
+    "norm-rmsnorm": _cells(lambda c: any(k.startswith("rmsnorm") for k in c["norm"])),
+    "norm-layernorm": _cells(lambda c: any(k.startswith("layernorm") for k in c["norm"])),
+    "qk-norm": _cells(lambda c: bool(c["qk"]["qk"])),
+    "gate": _cells(lambda c: bool(c["gate"])),
+    "sinks": _cells(lambda c: bool(c["sinks"])),
+    "sinks-learned": _cells(lambda c: "learned" in c["sinks"]),
+    "sinks-computed": _cells(lambda c: "computed" in c["sinks"]),
+    "attn-cap": _cells(lambda c: c["attn_cap"] is not None),
+    "final-cap": _cells(lambda c: c["final_cap"] is not None),
+    "topology-one": _topology("one"),
+    "topology-streams": _topology("streams", "streams_mixed"),
+    "topology-streams-mixed": _topology("streams_mixed"),
+    "topology-streams-unmixed": _topology("streams"),
+    "topology-depth": _topology("depth"),
+    "topology-gated": _topology("gated"),
+    "topology-scaled": _topology("scaled"),
+    "final-norm": _cells(lambda c: c["final_norm"] in ("yes", "after_collapse")),
+}
+TOTALS = {
+    "count-rows": lambda data: len(data["rows"]),
+    "count-probed": lambda data: sum(1 for r in data["rows"] if r.get("method") == "probed"),
+}
+LIST_SEP = {"en": ", ", "zh": "、"}
+
+
+def known_keys() -> str:
+    return (
+        "version, left-out, summary, tables, count-rows, count-probed, and count-CATEGORY or "
+        f"list-CATEGORY with CATEGORY one of {', '.join(CATEGORIES)}"
+    )
+
+
+def members(data: dict, category: str) -> list[dict]:
+    """The rows in one category, in the census's order (by family name)."""
+    if category not in CATEGORIES:
+        raise PageError(f"no census category {category!r}; known: {', '.join(CATEGORIES)}")
+    return [r for r in data["rows"] if CATEGORIES[category](r)]
+
+
+def family_list(data: dict, category: str, lang: str) -> str:
+    link = GITHUB.format(version=data["transformers"], file="{file}")
+    names = [f"[`{r['family']}`]({link.format(file=r['file'])})" for r in members(data, category)]
+    return LIST_SEP[lang].join(names) or WORDS[lang]["none"]
+
+
 def fill(markdown: str, lang: str, data: dict) -> str:
     if lang not in WORDS:
         raise PageError(f"no census words for language {lang!r}")
@@ -177,6 +256,13 @@ def fill(markdown: str, lang: str, data: dict) -> str:
             return counts(data, lang)
         if key == "tables":
             return tables(data, lang)
-        raise PageError(f"unknown census placeholder [[census:{key}]]")
+        if key in TOTALS:
+            return str(TOTALS[key](data))
+        kind, _, category = key.partition("-")
+        if kind in ("count", "list") and category in CATEGORIES:
+            if kind == "count":
+                return str(len(members(data, category)))
+            return family_list(data, category, lang)
+        raise PageError(f"unknown census placeholder [[census:{key}]]; known: {known_keys()}")
 
     return MARKER.sub(replace, markdown)
