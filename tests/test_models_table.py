@@ -16,7 +16,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "reference"
-COLUMNS = ["model", "placement", "norm", "eps", "final", "qk", "residual", "source"]
+COLUMNS = [
+    "model", "placement", "norm", "eps", "final", "qk", "sinks", "cap", "residual", "source"
+]  # fmt: skip
 FOOTNOTE_MARK = re.compile(r"\[\^[^\]]+\]")
 NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 

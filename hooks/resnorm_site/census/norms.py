@@ -4,8 +4,10 @@ A module normalizes when scaling its input leaves its output unchanged. It is ce
 (LayerNorm) when adding a constant to every feature leaves it unchanged too, and clips
 when a short input comes out as it went in. Zeroing its parameters says how the weight
 scales (w: the output vanishes; 1 + w: the bare normalized input remains); a random
-weight that leaves the output's RMS at one was applied before normalizing. Fed bfloat16,
-it computed in float32 when its output is the float32 result rounded once.
+weight that leaves the output's RMS at one was applied before normalizing. Fed bfloat16
+with a random bfloat16 weight, its output is compared bit for bit with candidate
+computations: normalized and scaled in float32, then rounded (Gemma); normalized in
+float32, rounded, then scaled in bfloat16 (LLaMA); only 1/rms in float32; all in bfloat16.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ class Norm:
     weight: str  # "w", "1+w", "none" or "other"
     bias: bool
     scale_first: bool  # the weight scales the input before it is normalized
-    float32: str  # "yes", "partial" (the inverse RMS only), "no" or "" (not tried)
+    float32: str  # for a bfloat16 input: "f32_w32", "f32_w16", "f32", "rms_only", ...
     width: int  # the size of the last axis it normalizes
     eps: float | None  # measured: what it adds to the mean square
 
@@ -136,8 +138,36 @@ def _grouped(y, x, centered: bool) -> bool:
     return False
 
 
+_DESCRIBED: dict = {}
+
+
+def _same_norm(call):
+    """What decides a norm's description: its class, settings and parameter shapes, and the
+    shape it is fed; None for a call with more than one input (a gate beside it)."""
+    module, x = call.module, call.main_input
+    if len(call.args) + len(call.kwargs) != 1 or x is None:
+        return None
+    settings = tuple(
+        sorted((k, v) for k, v in vars(module).items() if isinstance(v, bool | int | float | str))
+    )
+    shapes = tuple((n, tuple(p.shape)) for n, p in module.named_parameters())
+    buffers = tuple((n, tuple(b.shape)) for n, b in module.named_buffers())
+    return (type(module), repr(module), settings, shapes, buffers, tuple(x.shape))
+
+
 def describe(call) -> Norm:
-    """The kind, weight convention, bias and float32 behaviour of a norm module's call."""
+    """The kind, weight convention, bias and float32 behaviour of a norm module's call; once
+    per kind of norm (every layer of a model has the same ones)."""
+    key = _same_norm(call)
+    if key is not None and key in _DESCRIBED:
+        return _DESCRIBED[key]
+    found = _describe(call)
+    if key is not None:
+        _DESCRIBED[key] = found
+    return found
+
+
+def _describe(call) -> Norm:
     import torch
 
     module = copy.deepcopy(call.module).float()
@@ -178,8 +208,8 @@ def describe(call) -> Norm:
             )
         bias = bool(biases)
     index = [i for i, p in enumerate(params) if any(p is b for b in biases)]
-    float32 = _float32(call, weight, centered, index)
     eps = _eps(call, weight, centered, index)
+    float32 = _float32(call, weight, centered, index, scale_first, eps)
     kind = "layer" if centered else "rms"
     return Norm(kind, weight, bias, scale_first, float32, x.shape[-1], eps)
 
@@ -231,37 +261,81 @@ def _estimate(module, call, u, r2: float) -> float | None:
     return float((k * k).mean() - r2)
 
 
-def _float32(call, weight: str, centered: bool, biases: list[int]) -> str:
-    """Feed bfloat16: "yes" if the output is the float32 result rounded once, "partial" if
-    only 1/rms was computed in float32 and the product rounded again, else "no"."""
+def _float32(
+    call, weight: str, centered: bool, biases: list[int], scale_first: bool, eps: float | None
+) -> str:
+    """Fed bfloat16, with a random weight stored in bfloat16: which computation its output
+    is, bit for bit. "f32_w32": normalized and scaled in float32, rounded once (Gemma's
+    ``(x * (1 + w)).type_as(x)``); "f32_w16": normalized in float32, rounded, then scaled
+    in bfloat16 (LLaMA's ``w * x.to(input_dtype)``); "f32": normalized in float32 and
+    rounded once, with no weight to place; "rms_only": only 1/rms in float32, the product
+    in bfloat16; "bf16": every step in bfloat16; "f32_out": it returns float32; "other":
+    none of these; "" (not tried)."""
     import torch
 
     if weight == "other":
         return ""
     try:
-        module = copy.deepcopy(call.module)
-        module.to(torch.bfloat16)
-        bias_free = copy.deepcopy(call.module).float()
+        bf16 = torch.bfloat16
+        gen = torch.Generator().manual_seed(2)
+        x = torch.randn(call.main_input.shape, generator=gen)
+        x = (x * torch.exp(2 * torch.randn(x.shape, generator=gen))).to(bf16)
+        low = copy.deepcopy(call.module).to(bf16)
+        vectors = [p for p in low.parameters() if p.dim() == 1]
+        scales = [p for i, p in enumerate(vectors) if i not in biases]
         with torch.no_grad():
-            _neutral(module, weight, biases)
-            _neutral(bias_free, weight, biases)
-            gen = torch.Generator().manual_seed(2)
-            x = torch.randn(call.main_input.shape, generator=gen)
-            x = (x * torch.exp(2 * torch.randn(x.shape, generator=gen))).to(torch.bfloat16)
-            y = _call(module, call, x)
-            if y is None:
+            _neutral(low, weight, biases)
+            placed = (
+                weight in ("w", "1+w")
+                and not scale_first  # a weight before the norm has no order to find
+                and len(scales) == 1
+                and scales[0].shape == x.shape[-1:]
+            )
+            if placed:
+                # w, and 1 + w, exact in bfloat16: float32 holds the same scale, however
+                # the code forms 1 + w
+                steps = torch.randint(-64, 65, scales[0].shape, generator=gen) / 128
+                scales[0].copy_(steps + (1.0 if weight == "w" else 0.0))
+            y = _call(low, call, x)
+            if y is None or not y.is_floating_point():
                 return ""
-            y = y.to(torch.bfloat16).float()
-            reference = _call(bias_free, call, x.float()).to(torch.bfloat16).float()
-            if torch.equal(y, reference):
-                return "yes"
-            xf = x.float()
-            if centered:
-                xf = xf - xf.mean(-1, keepdim=True)
-            inverse = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6).to(torch.bfloat16)
-            partial = (x * inverse).float()
-            if (y - partial).abs().max() <= (y - reference).abs().max() * 0.5:
-                return "partial"
-            return "no"
+            if y.dtype == torch.float32:
+                return "f32_out"
+            high = copy.deepcopy(low).float()  # the same weight, every step in float32
+            neutral = copy.deepcopy(call.module).float()
+            _neutral(neutral, weight, biases)
+            normed = _call(neutral, call, x.float())  # normalized in float32, no weight
+            w16 = torch.ones(x.shape[-1], dtype=bf16)  # the scale as bfloat16 computes it
+            w32 = w16.float()  # and as float32 does
+            if placed:
+                w16 = scales[0].detach() if weight == "w" else 1 + scales[0].detach()
+                w32 = scales[0].detach().float() + (0.0 if weight == "w" else 1.0)
+            xc = x - x.mean(-1, keepdim=True) if centered else x
+            xf = xc.float()
+            eps = eps or 0.0
+            inverse = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps).to(bf16)
+            rounded = torch.rsqrt(xc.pow(2).mean(-1, keepdim=True) + eps)  # in bfloat16
+            candidates = {
+                "f32_w32": [_call(high, call, x.float()).to(bf16)],
+                "f32_w16": [normed.to(bf16) * w16, normed.to(bf16).float() * w32],
+                "rms_only": [xc * inverse * w16],
+                "bf16": [xc * rounded * w16],
+            }
+            agree = {key: max(_agreement(y, c) for c in found) for key, found in candidates.items()}
+        best = max(agree, key=agree.get)
+        if agree[best] < 0.99:
+            return "other"
+        if best.startswith("f32") and agree["f32_w32"] == agree["f32_w16"]:
+            return "f32"  # no weight, or one that cannot tell the order
+        return best
     except Exception:
         return ""
+
+
+def _agreement(y, candidate) -> float:
+    """The share of elements where ``y`` is bit for bit the candidate rounded to y's dtype
+    (a float32 reduction summed in another order may move a rare element by one step)."""
+
+    if candidate is None or candidate.shape != y.shape:
+        return 0.0
+    return float((candidate.to(y.dtype) == y).float().mean())

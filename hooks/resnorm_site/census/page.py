@@ -72,7 +72,8 @@ def _eps(c: dict, words: dict) -> str:
         text = number(c["eps"])
         others = [f"`{k}` {number(v)}" for k, v in sorted(c["eps_others"].items())]
         return words["sep"].join([text, *others])
-    return words["sep"].join(number(v) for v in c["eps_measured"]) or words["none"]
+    measured = words["sep"].join(number(v) for v in c["eps_measured"])
+    return words["eps_measured"].format(values=measured) if measured else words["none"]
 
 
 def _caps(words: dict, c: dict) -> str:
@@ -82,7 +83,7 @@ def _caps(words: dict, c: dict) -> str:
         if value is not None:
             shown = words["cap_yes"] if value == "yes" else number(value)
             parts.append(words[key].format(value=shown))
-    return words["sep"].join(parts) or words["none"]
+    return words["sep"].join(parts) or words["caps_none"]
 
 
 def cells_of(row: dict, words: dict) -> list[str]:

@@ -3,8 +3,10 @@
 The decoder layer class is the one named ``...DecoderLayer`` (a text one first); its
 ``__init__`` says which attributes are norms (their class's name holds ``Norm``) and which
 are sublayers; its ``forward`` is read statement by statement into the same expressions
-the toy run produces (layer.py), so the placement follows by the same rules. The norm
-classes' source says the weight convention (``1 + self.weight``) and the float32 upcast.
+the toy run produces (layer.py), so the placement follows by the same rules. Each norm
+class is built on its own and run where it can be (norms.py then reads its weight
+convention and float32 arithmetic from what it computes); where it cannot, its source
+says them (``1 + self.weight``, the casts around the weight in ``forward``).
 Every cell read this way is marked as read from the source on the page.
 """
 
@@ -144,16 +146,24 @@ class _Reader:
         return out
 
 
-def _norm_class(classes: dict, names: list[str]) -> dict:
-    """Kind, weight convention and upcast of a norm class, from its name and source."""
+def _norm_class(classes: dict, names: list[str], family=None, options=None) -> dict:
+    """A norm class of the layer: run on its own where it builds (norms.py reads what it
+    computes), else read from its name and source."""
     name = next((n for n in names if "Norm" in n), "")
+    made = _constructors(classes[name]) if name in classes else {}
+    inner = [a for a, cs in made.items() if any("Norm" in c and c != name for c in cs)]
+    if inner:  # a container named for its norms (DBRX's NormAttentionNorm): its first norm
+        return _norm_class(classes, made[inner[0]], family, _options(classes[name], inner[0]))
+    ran = _run_norm(family, name, options or {}) if family is not None else None
+    if ran is not None:
+        return ran
     cls = classes.get(name)
     text = ast.unparse(cls) if cls is not None else ""
     kind = "rms" if "RMS" in name.upper() or ("variance" in text and "mean(" in text) else "layer"
     if "LayerNorm" in name and cls is None:
         kind = "layer"
     if cls is None:
-        weight, upcast = "w", "yes"  # torch's own LayerNorm / RMSNorm
+        weight, upcast = "w", ""  # a class from elsewhere that did not run: not read
     else:
         squeezed = text.replace(" ", "")
         if "1.0+self.weight" in squeezed or "1+self.weight" in squeezed:
@@ -162,9 +172,125 @@ def _norm_class(classes: dict, names: list[str]) -> dict:
             weight = "w"
         else:
             weight = "none"
-        upcast = "yes" if ("float()" in text or "float32" in text) else "no"
+        upcast = upcast_of(cls)
     return {"kind": kind, "weight": weight, "bias": False, "scale_first": False,
             "float32": upcast, "width": 0, "eps": None}  # fmt: skip
+
+
+WIDTH = 16
+
+
+def _run_norm(family, name: str, options: dict) -> dict | None:
+    """The norm class built at width 16, with the constant options the layer passes it
+    (``bias=False``), and run once: what norms.py reads from it, or None when it does not
+    build or is no norm."""
+    import importlib
+
+    import torch
+
+    from resnorm_site.census import norms
+    from resnorm_site.census.trace import Recorder
+
+    found = None
+    folder = families.models_dir() / family.name
+    for path in sorted(folder.glob("modeling_*.py")):
+        try:
+            module = importlib.import_module(f"transformers.models.{family.name}.{path.stem}")
+        except Exception:
+            continue
+        found = getattr(module, name, None)
+        if found is not None:
+            break
+    found = found or getattr(torch.nn, name, None)
+    if found is None:
+        return None
+    for args, kwargs in (((WIDTH,), {}), ((), {"hidden_size": WIDTH}), ((), {"dim": WIDTH})):
+        try:
+            norm = found(*args, **kwargs, **options).float().eval()
+            x = torch.randn(1, 7, WIDTH, generator=torch.Generator().manual_seed(0))
+            with torch.no_grad(), Recorder(norm) as recorder:
+                norm(x)
+            call = recorder.calls[0]
+            if norms.normalizes(call):
+                return norms.describe(call).as_dict()
+        except Exception:
+            continue
+    return None
+
+
+def _options(cls: ast.ClassDef, attr: str) -> dict:
+    """The constant keyword arguments of ``self.attr = Class(..., bias=False)``."""
+    init = _method(cls, "__init__")
+    for node in ast.walk(init) if init is not None else ():
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Attribute) and t.attr == attr for t in node.targets)
+            and isinstance(node.value, ast.Call)
+        ):
+            return {
+                k.arg: k.value.value
+                for k in node.value.keywords
+                if k.arg in ("bias", "elementwise_affine", "with_scale")
+                and isinstance(k.value, ast.Constant)
+            }
+    return {}
+
+
+CASTS = ("to", "type_as", "type", "float", "half", "bfloat16")
+
+
+def upcast_of(cls: ast.ClassDef) -> str:
+    """The float32 cell of a norm class read from its ``forward``, where it cannot run: no
+    cast to float32 ("bf16": the input's dtype throughout); the weight multiplied inside the
+    cast back ("f32_w32") or onto its result ("f32_w16"); only the inverse RMS cast back
+    ("rms_only"); no weight ("f32"); "" when the return statement says none of these."""
+    forward = _method(cls, "forward")
+    if forward is None:
+        return ""
+    text = ast.unparse(forward)
+    if "float()" not in text and "float32" not in text:
+        return "bf16"
+    values: dict[str, ast.AST] = {}
+    returned = None
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            if isinstance(node.targets[0], ast.Name):
+                values[node.targets[0].id] = node.value
+        elif isinstance(node, ast.Return) and node.value is not None:
+            returned = node.value
+    if returned is None:
+        return ""
+
+    def weighted(node, depth: int = 0) -> bool:
+        """Whether the expression reads ``self.weight``, through earlier assignments."""
+        source = ast.unparse(node)
+        if "self.weight" in source:
+            return True
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        return depth < 4 and any(weighted(values[n], depth + 1) for n in names if n in values)
+
+    def cast(node) -> bool:
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in CASTS
+        )
+
+    if isinstance(returned, ast.Name) and returned.id in values:
+        returned = values[returned.id]
+    if not weighted(returned):
+        if isinstance(returned, ast.BinOp) and any(
+            cast(side) and "rsqrt" in ast.unparse(side) for side in (returned.left, returned.right)
+        ):
+            return "rms_only"
+        return "f32"
+    if cast(returned):
+        return "f32_w32" if weighted(returned.func.value) else ""
+    if isinstance(returned, ast.BinOp) and isinstance(returned.op, ast.Mult):
+        sides = (returned.left, returned.right)
+        if any(cast(side) and not weighted(side) for side in sides):
+            return "f32_w16"
+    return ""
 
 
 def read(family) -> dict:
@@ -181,7 +307,7 @@ def read(family) -> dict:
     steps = [(None, e[0], e) for e in layer._walk(out) if e[0] in ("norm", "sub")]
     places = layer.placements(steps, out) if out != UNKNOWN else {}
     norm_attrs = [a for a in attrs if _role(a, attrs) == "norm"]
-    norms = [_norm_class(classes, attrs[a]) for a in norm_attrs]
+    norms = [_norm_class(classes, attrs[a], family, _options(cls, a)) for a in norm_attrs]
     qk = set()
     for attr, kinds in attrs.items():
         inner = classes.get(next((k for k in kinds if k in classes), ""), None)

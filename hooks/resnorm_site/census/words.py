@@ -13,7 +13,15 @@ WORDS = {
             "none": "none",
         },
         "weight": {"w": "w", "1+w": "1 + w", "none": "none", "other": "other"},
-        "float32": {"yes": "yes", "no": "no", "partial": "1/rms only"},
+        "float32": {
+            "f32_w32": "normalized and × w in float32, rounded once",
+            "f32_w16": "normalized in float32, rounded, × w in bf16",
+            "f32": "normalized in float32, rounded once",
+            "rms_only": "1/rms only in float32",
+            "bf16": "none: all in bf16",
+            "f32_out": "in float32, returned as float32",
+            "other": "other",
+        },
         "place": {
             "pre": "Pre-LN",
             "post": "Post-LN",
@@ -41,9 +49,11 @@ WORDS = {
         "latent": "latents: {forms}",
         "gate": {"elementwise": "elementwise gate", "per_head": "per-head gate"},
         "sinks": {"learned": "learned sinks", "computed": "sinks per token"},
-        "attn_cap": "attention {value}",
-        "final_cap": "logits {value}",
+        "attn_cap": "attention {value} (class default)",
+        "final_cap": "logits {value} (class default)",
         "cap_yes": "yes",
+        "caps_none": "none (class default)",
+        "eps_measured": "{values} (measured)",
         "topology": {
             "one": "one stream",
             "scaled": "one stream, scaled sum",
@@ -75,8 +85,8 @@ WORDS = {
         "read": "read from the source",
         "unread": "the source was not read either",
         "header": (
-            "| family | norm | weight | float32 | ε | placement | QK-norm and others | "
-            "gate, sinks | soft-caps | residual | final norm |"
+            "| family | norm | weight | float32 for a bf16 input | ε | placement | "
+            "QK-norm and others | gate, sinks | soft-caps | residual | final norm |"
         ),
         "group": {
             "pre": "Pre-LN: {n} families",
@@ -140,7 +150,15 @@ WORDS = {
             "none": "无",
         },
         "weight": {"w": "w", "1+w": "1 + w", "none": "无", "other": "其他"},
-        "float32": {"yes": "是", "no": "否", "partial": "仅 1/rms"},
+        "float32": {
+            "f32_w32": "归一化与乘 w 都在 float32 下，舍入一次",
+            "f32_w16": "归一化在 float32 下，舍入后在 bf16 下乘 w",
+            "f32": "归一化在 float32 下，舍入一次",
+            "rms_only": "仅 1/rms 在 float32 下",
+            "bf16": "无：全程 bf16",
+            "f32_out": "在 float32 下，返回 float32",
+            "other": "其他",
+        },
         "place": {
             "pre": "Pre-LN",
             "post": "Post-LN",
@@ -168,9 +186,11 @@ WORDS = {
         "latent": "潜变量：{forms}",
         "gate": {"elementwise": "逐元素门控", "per_head": "逐头门控"},
         "sinks": {"learned": "可学习的 sink", "computed": "逐 token 的 sink"},
-        "attn_cap": "注意力 {value}",
-        "final_cap": "logit {value}",
+        "attn_cap": "注意力 {value}（类默认值）",
+        "final_cap": "logit {value}（类默认值）",
         "cap_yes": "有",
+        "caps_none": "无（类默认值）",
+        "eps_measured": "{values}（实测）",
         "topology": {
             "one": "单一残差流",
             "scaled": "单一残差流，按比例相加",
@@ -202,8 +222,8 @@ WORDS = {
         "read": "读自源码",
         "unread": "源码也没能读出",
         "header": (
-            "| 模型族 | 归一化 | 权重 | float32 | ε | 位置 | QK 归一化及其他 | "
-            "门控、sink | 软上限 | 残差 | 最终归一化 |"
+            "| 模型族 | 归一化 | 权重 | bf16 输入时的 float32 计算 | ε | 位置 | "
+            "QK 归一化及其他 | 门控、sink | 软上限 | 残差 | 最终归一化 |"
         ),
         "group": {
             "pre": "Pre-LN：{n} 个模型族",
