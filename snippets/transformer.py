@@ -354,8 +354,29 @@ class InputScaledRMSNorm(OnePlusRMSNorm):
 # Where a norm acts on queries and keys. (1 + w) is a value here, not a flag of its own: only
 # the per-head weighted norm has that choice, so a separate flag would mean nothing for the rest.
 QK_NORMS = ("head", "head_1p", "head_noweight", "proj", "l2")
+# A clip caps the lengths of q and k in place of fixing them (Inkling 2): a value of qk_norm too,
+# kept apart because it is not a norm (a short vector passes unchanged).
+QK_CLIPS = ("l2_clip",)
 # A sigmoid gate on each head's output, the two forms of Qiu et al.'s code.
 OUTPUT_GATES = ("elementwise", "headwise")
+
+
+class L2Clip(nn.Module):
+    """t * min(1, threshold / (|t| + eps)) over the last dim: a longer vector is scaled down to
+    length threshold, a shorter one passes unchanged. With ``shape`` a learned scale, ones at
+    init, multiplies t first (Inkling 2's query: Inkling2ScaledL2Clip; its key: Inkling2L2Clip,
+    transformers 5.24.0), so the cap holds whatever the scale learns. In float32 at least."""
+
+    def __init__(self, threshold: float, shape: tuple[int, ...] | None = None, eps: float = 1e-6):
+        super().__init__()
+        self.threshold, self.eps = float(threshold), float(eps)
+        self.weight = None if shape is None else nn.Parameter(torch.ones(shape))
+
+    def forward(self, t: torch.Tensor) -> torch.Tensor:
+        dtype = torch.promote_types(t.dtype, torch.float32)
+        scaled = t.to(dtype) if self.weight is None else t.to(dtype) * self.weight.to(dtype)
+        length = torch.linalg.vector_norm(scaled, dim=-1, keepdim=True)
+        return (scaled * (self.threshold / (length + self.eps)).clamp(max=1.0)).to(t.dtype)
 
 
 class MultiHeadAttention(nn.Module):
@@ -371,6 +392,10 @@ class MultiHeadAttention(nn.Module):
     l2             q / |q|, k / |k| per head, logits times a learned scalar g in place of
                    1 / sqrt(head_size): QKNorm (Henry et al. 2020, arXiv 2010.04245), whose
                    code starts g at log2(L² - L), L a long training length: ``qk_scale``
+    l2_clip        q * min(1, τ / |q|) per head, the same for k: a length above
+                   ``clip_threshold`` τ is cut to τ, so |s| <= τ² · (the logits' scale);
+                   q times a learned scale per head and feature first (ones at init):
+                   Inkling 2 (Inkling2ScaledL2Clip on q, Inkling2L2Clip on k; τ = 16√2)
     ``softcap`` c bounds the logits s to (-c, c) as c * tanh(s / c) (Gemma 2).
     ``output_gate`` multiplies each head's output by sigmoid(x W_g + b_g) before ``proj``, W_g
     a Linear ``gate`` of its own reading the attention's input x (Qiu et al. 2025, arXiv
@@ -384,10 +409,15 @@ class MultiHeadAttention(nn.Module):
     Gemma 3n and Gemma 4 use 1.0, their q and k norms setting the size of the logits. Muse
     Spark multiplies q by a fixed qk_scale_factor after its weightless norm (head_noweight),
     then q·k by 1 / sqrt(head_size): one constant, scale = qk_scale_factor / sqrt(head_size).
+    ``k_eq_v=True`` reads the values from the key projection (one W_k, no W_v): v is k before
+    k's norm, so the two differ by their norms alone (Gemma 4's global layers, attention_k_eq_v:
+    a weighted k_norm, a weightless v_norm; qk_norm="head", v_norm=True). qkv then has 2 ·
+    d_model rows, [W_q; W_k].
     ``eps`` is the eps of the attention's norms, the qk_norm's, the v_norm's and the o_norm's
     (Gemma 4 gives all three its rms_norm_eps, Muse Spark both its). eps=None keeps PyTorch's
     default: in the RMSNorms torch's machine epsilon of the dtype they compute in (float32's,
-    1.19e-7, for float16 and bfloat16 input too), in l2 F.normalize's 1e-12. The models above
+    1.19e-7, for float16 and bfloat16 input too), in l2 F.normalize's 1e-12, in l2_clip the
+    1e-6 that Inkling2L2Clip adds to the length. The models above
     set their own (rms_norm_eps in transformers 5.24.0: 1e-6 in Qwen3 and Gemma 3, 1e-5 in
     OLMo 2, Llama 4 and Muse Spark): pass it.
     """
@@ -407,19 +437,24 @@ class MultiHeadAttention(nn.Module):
         scale: float | None = None,
         output_gate: str | None = None,
         o_norm: bool = False,
+        clip_threshold: float | None = None,
+        k_eq_v: bool = False,
     ):
         super().__init__()
         check_size("d_model", d_model)
         check_size("n_heads", n_heads)
         if d_model % n_heads != 0:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
-        if qk_norm is not None and qk_norm not in QK_NORMS:
-            raise ValueError(f"qk_norm must be None or one of {QK_NORMS}, got {qk_norm!r}")
+        if qk_norm is not None and qk_norm not in QK_NORMS + QK_CLIPS:
+            raise ValueError(
+                f"qk_norm must be None or one of {QK_NORMS}, got {qk_norm!r} (or a clip in "
+                f"place of a norm: {', '.join(map(repr, QK_CLIPS))})"
+            )
         if output_gate is not None and output_gate not in OUTPUT_GATES:
             raise ValueError(
                 f"output_gate must be None or one of {OUTPUT_GATES}, got {output_gate!r}"
             )
-        for name, value in (("v_norm", v_norm), ("o_norm", o_norm)):
+        for name, value in (("v_norm", v_norm), ("o_norm", o_norm), ("k_eq_v", k_eq_v)):
             if not isinstance(value, bool):
                 raise TypeError(f"{name} must be True or False, got {value!r}")
         if eps is not None and qk_norm is None and not v_norm and not o_norm:  # refuse it
@@ -441,6 +476,14 @@ class MultiHeadAttention(nn.Module):
         if qk_scale is not None and qk_norm != "l2":
             raise ValueError(f"qk_scale is for qk_norm='l2', got qk_norm={qk_norm!r}")
         check_number("qk_scale", qk_scale, none_ok=True)  # g <= 0 flattens or inverts attention
+        if qk_norm == "l2_clip" and clip_threshold is None:  # no length suits every head size
+            raise ValueError(
+                "qk_norm='l2_clip' needs clip_threshold, the largest length of q and k "
+                "(Inkling 2: 16√2 ≈ 22.63 at head_dim 128), got None"
+            )
+        if clip_threshold is not None and qk_norm != "l2_clip":
+            raise ValueError(f"clip_threshold is for qk_norm='l2_clip', got qk_norm={qk_norm!r}")
+        check_number("clip_threshold", clip_threshold, none_ok=True)  # <= 0 erases q and k
         if softcap is not None and (
             isinstance(softcap, bool)
             or not isinstance(softcap, (int, float))
@@ -448,7 +491,8 @@ class MultiHeadAttention(nn.Module):
         ):
             raise ValueError(f"softcap must be a positive float, got {softcap!r}")
         self.d_model, self.n_heads, self.causal = d_model, n_heads, causal
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)  # rows: [W_q; W_k; W_v]
+        self.k_eq_v = k_eq_v  # rows: [W_q; W_k; W_v], or [W_q; W_k] when v reads k's projection
+        self.qkv = nn.Linear(d_model, (2 if k_eq_v else 3) * d_model, bias=bias)
         self.proj = nn.Linear(d_model, d_model, bias=bias)
         self.attn_dropout = nn.Dropout(dropout)
         self.qk_norm, self.eps, self.softcap = qk_norm, eps, softcap
@@ -464,6 +508,10 @@ class MultiHeadAttention(nn.Module):
             self.q_norm, self.k_norm = norms[qk_norm](), norms[qk_norm]()
         if qk_norm == "l2":
             self.qk_scale = nn.Parameter(torch.tensor(float(qk_scale)))  # one g per layer
+        if qk_norm == "l2_clip":  # a learned scale on q alone, as Inkling 2
+            clip_eps = 1e-6 if eps is None else eps
+            self.q_norm = L2Clip(clip_threshold, (n_heads, hs), clip_eps)
+            self.k_norm = L2Clip(clip_threshold, None, clip_eps)
         self.v_norm = nn.RMSNorm(hs, eps, elementwise_affine=False) if v_norm else None
         self.o_norm = nn.RMSNorm(hs, eps, elementwise_affine=False) if o_norm else None
         # Its own Linear, after proj, so the default's qkv, proj and their random draws stay.
@@ -474,15 +522,20 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = check_input(x, ("batch", "seq_len", self.d_model)).shape
-        q, k, v = self.qkv(x).split(C, dim=2)
+        if self.k_eq_v:  # Gemma 4's global layers: the values are k before its norm
+            q, k = self.qkv(x).split(C, dim=2)
+            v = k
+        else:
+            q, k, v = self.qkv(x).split(C, dim=2)
         if self.qk_norm == "proj":  # OLMo 2: over the whole projection, before the split
             q, k = self.q_norm(q), self.k_norm(k)
-        # (B, T, C) -> (B, n_heads, T, head_size)
-        q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for t in (q, k, v))
-        if self.qk_norm in ("head", "head_1p", "head_noweight"):  # over head_size
+        # (B, T, C) -> (B, T, n_heads, head_size)
+        q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads) for t in (q, k, v))
+        if self.qk_norm in ("head", "head_1p", "head_noweight", "l2_clip"):  # over head_size
             q, k = self.q_norm(q), self.k_norm(k)
         if self.v_norm is not None:  # Gemma 4: over head_size, no weight
             v = self.v_norm(v)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, n_heads, T, head_size)
         if self.qk_norm == "l2":
             eps = 1e-12 if self.eps is None else self.eps  # F.normalize's default
             q, k = F.normalize(q, dim=-1, eps=eps), F.normalize(k, dim=-1, eps=eps)
@@ -896,32 +949,124 @@ class HyperConnection(nn.Module):
 # --8<-- [end:hyper_connection]
 
 
-# --8<-- [start:attnres]
-class DepthAttention(nn.Module):
-    """Attention Residuals (Kimi Team 2026, arXiv 2603.15031, Eqs. 2-4): a sublayer's input is
-    a softmax over depth of earlier representations v_i,
+# --8<-- [start:gated_streams]
+class GatedStreams(nn.Module):
+    """n residual streams that never mix, with the norm inside the connection: Qwen4-Exp's
+    Qwen4ExpTextGatedResidual (transformers 5.24.0, models/qwen4_exp/modular_qwen4_exp.py).
 
-        h = Σ_i α_i v_i,   α_i ∝ exp(w · RMSNorm(v_i))
+    z_k  = Norm_k(h_k)                            each stream its own norm; F has none
+    g    = sigmoid(W_up silu(W_down vec(z) / n))  a gate per stream and feature, low rank
+    x    = mean_k g_k * z_k                       F's input, (B, T, C)
+    h'_k = h_k + post_k F(x),  post = 2 sigmoid(W_inj vec(z) / n)   (inject, W_inj)
 
-    one pseudo-query w and one RMSNorm per sublayer (§5). w starts at zero, as §5 requires,
-    so h starts as the mean of the v_i. The stack picks the v_i: every output (Full AttnRes)
-    or sums over blocks of sublayers (Block AttnRes, Eqs. 5-6).
-    It computes in float32 at least and returns the sources' dtype, as Kimi K3's
-    KimiK3AttentionResidual; K3 also keeps w and the norm's weight in float32
-    (_keep_in_fp32_modules_strict): call .float() on this module after casting a model.
+    No comb, as in Hy4's iHC: each stream keeps its own past (H_res = I). ``norm`` None is
+    Qwen4-Exp's (1 + w) RMSNorm, rmsnorm_1p, one per stream as its grouped hc_norm; ``eps``
+    None its rms_norm_eps 1e-6 for an RMSNorm (the norm's own default otherwise), ``rank``
+    None its hc_lowrank 320, ``n_streams`` None its hc_count 4. head=True is the model's
+    final mixer (Qwen4ExpTextModel.hyper_connection_mixer): x without post, and no final norm
+    after it. The projections start as Qwen4ExpPreTrainedModel._init_weights draws them,
+    N(0, 0.02). It computes in the streams' dtype, each norm in float32 at least, as Qwen4-Exp.
     """
 
-    def __init__(self, d_model: int, eps: float | None = None):
+    def __init__(
+        self,
+        d_model: int,
+        n_streams: int | None = None,
+        norm: str | None = None,
+        eps: float | None = None,
+        bias: bool = True,  # a LayerNorm's shift; the RMSNorms have none
+        rank: int | None = None,
+        head: bool = False,
+    ):
         super().__init__()
         self.d_model = check_size("d_model", d_model)
+        n = self.n_streams = check_size("n_streams", 4 if n_streams is None else n_streams)
+        rank = check_size("rank", 320 if rank is None else rank)
+        if not isinstance(head, bool):
+            raise TypeError(f"head must be True or False, got {head!r}")
+        self.head = head
+        norm = "rmsnorm_1p" if norm is None else norm
+        if eps is None and norm in ("rmsnorm", *RMSNORM_FORMS):
+            eps = 1e-6
+        self.norms = nn.ModuleList(make_norm(norm, d_model, eps, bias) for _ in range(n))
+        self.gate_down = nn.Linear(n * d_model, rank, bias=False)
+        self.gate_up = nn.Linear(rank, n * d_model, bias=False)
+        self.inject = None if head else nn.Linear(n * d_model, n, bias=False)
+        for linear in (self.gate_down, self.gate_up, self.inject):
+            if linear is not None:
+                nn.init.normal_(linear.weight, std=0.02)
+
+    def collapse(self, h: torch.Tensor):
+        """F's input x (B, T, C) and the post that expand needs (None in the mixer), from
+        the streams h (B, T, n, C)."""
+        check_input(h, ("batch", "seq_len", self.n_streams, self.d_model))
+        n = self.n_streams
+        normed = torch.stack([norm(h[..., k, :]) for k, norm in enumerate(self.norms)], dim=-2)
+        flat = normed.flatten(-2)  # (B, T, n * C), stream by stream as Qwen4-Exp's layout
+        down = F.linear(flat, self.gate_down.weight.to(flat.dtype)) / n
+        gate = torch.sigmoid(F.linear(F.silu(down), self.gate_up.weight.to(flat.dtype)))
+        x = (gate.unflatten(-1, (n, self.d_model)) * normed).mean(dim=-2)
+        if self.head:
+            return x, None
+        return x, 2 * torch.sigmoid(F.linear(flat, self.inject.weight.to(flat.dtype)) / n)
+
+    def expand(self, y: torch.Tensor, h: torch.Tensor, post: torch.Tensor) -> torch.Tensor:
+        """The new streams h'_k = h_k + post_k y, (B, T, n, C): nothing mixes them."""
+        check_input(y, ("batch", "seq_len", self.d_model))
+        return h + y.unsqueeze(-2) * post.unsqueeze(-1)
+
+    def forward(self, h: torch.Tensor, sublayer) -> torch.Tensor:
+        if self.head:
+            raise ValueError("the mixer (head=True) ends the stack: call collapse(h), not forward")
+        x, post = self.collapse(h)
+        return self.expand(sublayer(x), h, post)
+
+
+# --8<-- [end:gated_streams]
+
+
+# --8<-- [start:attnres]
+DEPTH_VALUES = ("raw", "normed")  # what DepthAttention averages: the sources or their RMSNorm
+
+
+class DepthAttention(nn.Module):
+    """Attention Residuals (Kimi Team 2026, arXiv 2603.15031, Eqs. 2-4): a sublayer's input is
+    a softmax over depth of earlier representations v_i, one pseudo-query w and one RMSNorm
+    per sublayer, w starting at zero (§5: h starts as the mean of what it averages),
+
+        values="raw":     h = Σ_i α_i v_i,           α_i ∝ exp(w · RMSNorm(v_i))
+        values="normed":  h = Σ_i α_i RMSNorm(v_i),  α_i ∝ exp(w · RMSNorm(v_i) / sqrt(d))
+
+    "raw" is the report's and Kimi K3's (KimiK3AttentionResidual); "normed" is Inkling 2's
+    (Inkling2BlockAttentionResidual, transformers 5.24.0; eps 1e-6), the RMSNorm without a
+    weight: a convex mix of unit-RMS vectors. The stack picks the v_i: every output (Full
+    AttnRes) or sums over blocks of sublayers (Block AttnRes, Eqs. 5-6). It computes in
+    float32 at least, returning the sources' dtype; K3 and Inkling 2 keep w (K3 the norm's
+    weight too) in float32: call .float() on this module after casting a model.
+    """
+
+    def __init__(self, d_model: int, eps: float | None = None, values: str = "raw"):
+        super().__init__()
+        self.d_model = check_size("d_model", d_model)
+        if values not in DEPTH_VALUES:
+            raise ValueError(f"values must be one of {DEPTH_VALUES}, got {values!r}")
+        self.values = values
         self.query = nn.Parameter(torch.zeros(d_model))
-        self.norm = nn.RMSNorm(d_model, eps=check_number("eps", eps, none_ok=True))
+        eps = check_number("eps", eps, none_ok=True)
+        self.norm = nn.RMSNorm(d_model, eps=eps, elementwise_affine=values == "raw")
 
     def forward(self, sources) -> torch.Tensor:
         v = check_sources(sources, self.d_model)  # (m, B, T, C)
         dtype = torch.promote_types(v.dtype, torch.float32)  # bfloat16 would round the weights
         values = v.to(dtype)
-        keys = F.rms_norm(values, (self.d_model,), self.norm.weight.to(dtype), self.norm.eps)
+        weight = None if self.norm.weight is None else self.norm.weight.to(dtype)
+        keys = F.rms_norm(values, (self.d_model,), weight, self.norm.eps)
+        if self.values == "normed":  # in Inkling 2's op order: (B, T, 1, m) scores, then mix
+            keys = keys.movedim(0, -2)  # (B, T, m, C)
+            query = self.query.to(dtype).expand(*keys.shape[:-2], 1, -1)  # (B, T, 1, C)
+            scores = query @ keys.transpose(-1, -2)
+            alpha = (scores * self.d_model**-0.5).softmax(dim=-1)  # over depth
+            return (alpha @ keys).squeeze(-2).to(v.dtype)
         alpha = (keys @ self.query.to(dtype)).softmax(dim=0)  # (m, B, T): over depth
         return (alpha.unsqueeze(-1) * values).sum(dim=0).to(v.dtype)
 
@@ -1055,28 +1200,38 @@ def deepnorm_init_(block: Block, beta: float) -> None:
             nn.init.xavier_normal_(linear.weight, gain=beta)
 
 
-RESIDUALS = ("add", "hc", "mhc", "ihc", "attnres", "denseformer", "vp_gate")
+RESIDUALS = ("add", "hc", "mhc", "ihc", "gated_streams", "attnres", "denseformer", "vp_gate")
 BRANCH_POSITIONS = ("pre", "sandwich", "output", "lns")  # no norm on the residual path
 # The residuals that call each sublayer's branch (Residual.branch) and join it to x themselves
-BRANCH_RESIDUALS = ("hc", "mhc", "ihc", "attnres", "vp_gate")
-STREAM_RESIDUALS = ("hc", "mhc", "ihc")  # n streams, one HyperConnection around each sublayer
+BRANCH_RESIDUALS = ("hc", "mhc", "ihc", "gated_streams", "attnres", "vp_gate")
+# n streams, a connection around each sublayer: HyperConnection, or GatedStreams (Qwen4-Exp)
+STREAM_RESIDUALS = ("hc", "mhc", "ihc", "gated_streams")
 # How the n streams become one d-vector after the last layer: Zhu et al.'s sum, GLM-5.3-Flash's
-# plain mean, DeepSeek-V4's and Hy4's learned head
-COLLAPSES = ("sum", "mean", "head")
+# plain mean, DeepSeek-V4's and Hy4's learned head, Qwen4-Exp's mixer (in place of a final norm)
+COLLAPSES = ("sum", "mean", "head", "mixer")
+# Each stream residual's own collapse, the one collapse=None picks
+OWN_COLLAPSE = {"hc": "sum", "mhc": "head", "ihc": "head", "gated_streams": "mixer"}
 
 # Combinations of settings, one rule a row: (setting, the values the rule covers or None for
 # any value given, the other setting, the values it may take then, why). Refuse, never ignore:
 # check_combinations checks each rule where both settings are known (Residual, Stack).
 _F_NORM = "only these put a norm on F's output"
 _IN_BRANCH = "it sees only each sublayer's branch, so the norms must sit in the branch"
+_IN_CONNECTION = "its connections normalize F's input, and F keeps no norm (Qwen4-Exp)"
+_MIXER = "its learned collapse is the mixer"
 COMBINATIONS = (
     ("residual", BRANCH_RESIDUALS, "parallel", (None,), "it calls the sublayers in turn"),
     ("residual", BRANCH_RESIDUALS, "norm_position", BRANCH_POSITIONS, _IN_BRANCH),
     ("residual", BRANCH_RESIDUALS, "layer_scalar", (None,), "it forms no block output to scale"),
     ("gate_temperature", None, "residual", ("vp_gate",), "only its gates have one"),
+    ("residual", ("gated_streams",), "norm_position", ("pre",), _IN_CONNECTION),
     ("collapse", None, "residual", STREAM_RESIDUALS, "only n streams are collapsed at the end"),
+    ("residual", ("gated_streams",), "collapse", (None, "mixer", "mean", "sum"), _MIXER),
     ("collapse", ("head",), "residual", ("mhc", "ihc"), "Zhu et al.'s HC has no learned head"),
+    ("collapse", ("mixer",), "residual", ("gated_streams",), "only GatedStreams make one"),
+    ("gate_rank", None, "residual", ("gated_streams",), "only its gates are low-rank maps"),
     ("gate_eps", None, "residual", ("vp_gate",), "only its gates have one"),
+    ("depth_values", None, "residual", ("attnres",), "only depth attention averages values"),
     ("branch_norm", None, "norm_position", ("sandwich", "output"), _F_NORM),
     ("branch_eps", None, "norm_position", ("sandwich", "output"), _F_NORM),
 )
@@ -1102,9 +1257,16 @@ class Stack(nn.Module):
                  collapsed at the end as ``collapse`` says, None: the residual's own (Zhu
                  et al.: "sum"; DeepSeek-V4, Hy4: "head", learned); "mean": GLM-5.3-Flash's;
                  hc with ``n_fracs`` > 1: x split into fractions, concatenated at the end
+    gated_streams ``n_streams`` copies of x, a GatedStreams around each sublayer: no mixing,
+                 the norm inside the connection, so F has none (Qwen4-Exp; ``norm``, ``eps``
+                 and ``bias`` are the connections'; ``gate_rank`` None: Qwen4-Exp's 320);
+                 collapse None: "mixer", Qwen4-Exp's, with no final norm after it
     attnres      each sublayer attends over the embedding and earlier outputs, or over
                  sums of ``block_size`` sublayers (Block AttnRes); one more for the output.
-                 Kimi K3's attn_res_block_size counts layers: block_size is twice it
+                 Kimi K3's attn_res_block_size and Inkling 2's n_layers_per_attn_res_block
+                 count layers: block_size is twice it. ``depth_values`` (DEPTH_VALUES),
+                 None: "raw", the report's and K3's; "normed": Inkling 2's, whose first
+                 sublayer reads the embedding as it is (one source, no depth attention)
     denseformer  the blocks as in add, a depth-weighted average after each block
     vp_gate      alpha * x + beta * F(x) around each sublayer, alpha² + beta² = 1 per feature
                  (ResidualGate, Muse Spark); ``gate_temperature`` T and ``gate_eps``, None:
@@ -1131,7 +1293,9 @@ class Stack(nn.Module):
         n_fracs: int | None = None,  # hc: Frac-Connections' m; None is 1, no split
         gate_temperature: float | None = None,  # vp_gate: None is Muse Spark's 0.3
         gate_eps: float | None = None,  # vp_gate: None is Muse Spark's 1e-3
-        collapse: str | None = None,  # hc, mhc, ihc: None is the residual's own (COLLAPSES)
+        collapse: str | None = None,  # stream residuals: None is the residual's own (COLLAPSES)
+        depth_values: str | None = None,  # attnres: None is "raw" (DEPTH_VALUES)
+        gate_rank: int | None = None,  # gated_streams: None is Qwen4-Exp's hc_lowrank 320
         **block_kwargs,
     ):
         super().__init__()
@@ -1140,6 +1304,10 @@ class Stack(nn.Module):
             raise ValueError(f"residual must be one of {RESIDUALS}, got {residual!r}")
         if collapse is not None and collapse not in COLLAPSES:
             raise ValueError(f"collapse must be None or one of {COLLAPSES}, got {collapse!r}")
+        if depth_values is not None and depth_values not in DEPTH_VALUES:
+            raise ValueError(
+                f"depth_values must be None or one of {DEPTH_VALUES}, got {depth_values!r}"
+            )
         if n_fracs is not None:  # given, so it must act: refuse, never ignore
             check_size("n_fracs", n_fracs)
             if residual != "hc":
@@ -1169,8 +1337,10 @@ class Stack(nn.Module):
         parallel = block_kwargs.get("parallel")
         given = dict(residual=residual, norm_position=norm_position, parallel=parallel)
         given.update(gate_temperature=gate_temperature, gate_eps=gate_eps, collapse=collapse)
+        given.update(depth_values=depth_values, gate_rank=gate_rank)
         keys = ("layer_scalar", "branch_norm", "branch_eps")
         check_combinations(given | {k: block_kwargs.get(k) for k in keys})
+        collapse = OWN_COLLAPSE.get(residual) if collapse is None else collapse
         placements = layer_placements(norm_position, n_layers)  # checks norm_position
         if parallel is not None and norm_position == "mixln" and placements[0][0] == "post":
             n_post = sum(p == "post" for p, _ in placements)
@@ -1200,8 +1370,8 @@ class Stack(nn.Module):
                 f"got pre_scale={block_kwargs['pre_scale']!r}"
             )
         final_norm = block_kwargs.pop("final_norm", None)
-        if final_norm is None:
-            final_norm = needs_final_norm(norm_position)
+        if final_norm is None:  # Qwen4-Exp's mixer ends the stack in its place
+            final_norm = needs_final_norm(norm_position) and collapse != "mixer"
         norm, eps = block_kwargs.get("norm"), block_kwargs.get("eps")
         if norm_position == "rezero" and final_norm:
             block_kwargs.pop("norm", None)  # ReZero's blocks have no norm: it is the final norm's
@@ -1221,8 +1391,6 @@ class Stack(nn.Module):
         bias = block_kwargs.get("bias", True)
         self.norm_f = make_norm(norm, d_model, eps, bias) if final_norm else None
         self.residual, self.d_model, self.n_streams = residual, d_model, n_streams
-        if collapse is None and residual in STREAM_RESIDUALS:
-            collapse = "sum" if residual == "hc" else "head"
         self.collapse = collapse
         n_sub = 2 * n_layers  # attention, feed-forward, attention, ...
         if residual == "hc":  # eps and bias reach the connections' LayerNorms
@@ -1239,9 +1407,23 @@ class Stack(nn.Module):
             )
             head = collapse == "head"
             self.head = HyperConnection(d_model, n_streams, head=True, **kw) if head else None
+        elif residual == "gated_streams":  # the connections hold the norms: norm, eps, bias
+            kw = dict(norm=norm, eps=eps, bias=bias, rank=gate_rank)
+            self.connections = nn.ModuleList(
+                GatedStreams(d_model, n_streams, **kw) for _ in range(n_sub)
+            )
+            mixer = collapse == "mixer"
+            self.head = GatedStreams(d_model, n_streams, head=True, **kw) if mixer else None
+            for layer in self.layers:  # Qwen4-Exp's layers have no input_layernorm
+                layer.attn.norm_in = layer.mlp.norm_in = None
         elif residual == "attnres":  # one block per sublayer is Full AttnRes
             self.block_size = 1 if block_size is None else check_size("block_size", block_size)
-            self.connections = nn.ModuleList(DepthAttention(d_model, eps) for _ in range(n_sub + 1))
+            values = "raw" if depth_values is None else depth_values
+            self.connections = nn.ModuleList(
+                DepthAttention(d_model, eps, values) for _ in range(n_sub + 1)
+            )
+            if values == "normed":  # Inkling 2 has none: its RMSNorm would rescale the embedding
+                self.connections[0] = nn.Identity()
         elif residual == "denseformer":
             self.connections = nn.ModuleList(
                 DepthWeightedAverage(i + 2, d_model) for i in range(n_layers)
@@ -1288,7 +1470,9 @@ class Stack(nn.Module):
     def _attnres(self, x: torch.Tensor, branches) -> torch.Tensor:
         blocks, partial = [x], None  # b_0 = the embedding; partial: the open block's sum
         for i, (depth, branch) in enumerate(zip(self.connections[:-1], branches, strict=True)):
-            y = branch(depth(blocks if partial is None else [*blocks, partial]))
+            sources = blocks if partial is None else [*blocks, partial]
+            first = isinstance(depth, nn.Identity)  # "normed": the first sublayer reads x
+            y = branch(x if first else depth(sources))
             partial = y if partial is None else partial + y
             if (i + 1) % self.block_size == 0:  # the block is complete
                 blocks, partial = [*blocks, partial], None

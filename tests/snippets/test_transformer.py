@@ -1356,12 +1356,12 @@ BAD_NEW_STREAM_OPTIONS = {
     ),
     "collapse unknown": (
         lambda: Stack(2, D, H, FF, residual="mhc", collapse="avg"), ValueError,
-        "collapse must be None or one of ('sum', 'mean', 'head'), got 'avg'",
+        "collapse must be None or one of ('sum', 'mean', 'head', 'mixer'), got 'avg'",
     ),
     "collapse of one stream": (
         lambda: Stack(2, D, H, FF, collapse="mean"), ValueError,
-        "collapse='mean' needs residual in ('hc', 'mhc', 'ihc'), got 'add': only n streams are "
-        "collapsed at the end",
+        "collapse='mean' needs residual in ('hc', 'mhc', 'ihc', 'gated_streams'), got 'add': only "
+        "n streams are collapsed at the end",
     ),
     "head for HC": (
         lambda: Stack(2, D, H, FF, residual="hc", collapse="head"), ValueError,
@@ -1666,7 +1666,8 @@ def test_bad_residual_configuration_is_named():
     with pytest.raises(ValueError, match="n_streams must be a positive int, got 0"):
         HyperConnection(D, 0)
     with pytest.raises(
-        ValueError, match="n_streams is for \\('hc', 'mhc', 'ihc'\\), got residual='add'"
+        ValueError,
+        match="n_streams is for \\('hc', 'mhc', 'ihc', 'gated_streams'\\), got residual='add'",
     ):
         Stack(2, D, H, FF, n_streams=2)
     with pytest.raises(ValueError, match="block_size is for 'attnres', got residual='mhc'"):
@@ -2881,8 +2882,10 @@ def test_sinkhorn_refuses_an_eps_that_divides_by_zero():
 
 def _stack_is_meaningful(residual, position, parallel, n_streams, block_size) -> bool:
     """The rule the combinations of Stack's flags follow: every flag given must act."""
-    if n_streams is not None and residual not in ("hc", "mhc", "ihc"):
+    if n_streams is not None and residual not in ("hc", "mhc", "ihc", "gated_streams"):
         return False
+    if residual == "gated_streams" and position != "pre":
+        return False  # its connections are F's input norm (Qwen4-Exp)
     if block_size is not None and residual != "attnres":
         return False
     if residual in BRANCH_RESIDUALS and position not in BRANCH_POSITIONS:
