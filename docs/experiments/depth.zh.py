@@ -22,22 +22,22 @@
 # ## 预期 { #what-we-expected }
 #
 # - **后置层归一化**（Post-LN）在每个子层的末尾都做一次层归一化（LayerNorm），因此无论深度如何，
-#   层与层之间的残差流都保持固定的尺度（Xiong et al. 2020，arXiv 2002.04745，§3.3，引理 2）。
+#   层与层之间的残差流都保持固定的尺度（Xiong 等人 2020，arXiv 2002.04745，§3.3，引理 2）。
 # - **前置层归一化**（Pre-LN）不对残差和做归一化。在论文的简化设置下，引理 2
 #   给出了它的上下界：$(1 + \tfrac{l}{2})\,d \le \mathbb{E}\|x_l\|^2 \le (1 + \tfrac{3l}{2})\,d$，
 #   即随层序号 $l$ 线性增长（见 [Pre-LN](../../placement/pre-ln/#the-residual-stream-grows)）。
 #   引理中的常数只适用于它自己的设置；宽度、激活函数或初始化不同的网络，增长速度可能不同。
-# - **Peri-LN**（Kim et al. 2025，arXiv 2502.02732）对每个分支的输入和输出都做归一化，即
-#   $x + \mathrm{Norm}(F(\mathrm{Norm}(x)))$（`norm_position="sandwich"`），CogView 的三明治层归一化（Sandwich-LN）用的也是这种块（Ding et al. 2021，arXiv 2105.13290）。这样每个分支加上的都是一个大小固定的向量，所以残差流应当仍然线性增长，
+# - **Peri-LN**（Kim 等人 2025，arXiv 2502.02732）对每个分支的输入和输出都做归一化，即
+#   $x + \mathrm{Norm}(F(\mathrm{Norm}(x)))$（`norm_position="sandwich"`），CogView 的三明治层归一化（Sandwich-LN）用的也是这种块（Ding 等人 2021，arXiv 2105.13290）。这样每个分支加上的都是一个大小固定的向量，所以残差流应当仍然线性增长，
 #   只是斜率由归一化决定，而不是由权重决定。Kim 等人声称，在**训练过程中**（模型最大到 32 亿
 #   参数），Peri-LN 的方差增长比 Pre-LN 更均衡，梯度也更平稳；本页不检验这一点。
-# - **LayerNorm Scaling**（层归一化缩放；Sun et al. 2025，*The Curse of Depth*，arXiv 2502.05795）把第 $l$ 层归一化的输出乘以 $1/\sqrt{l}$（`norm_position="lns"`），
+# - **LayerNorm Scaling**（层归一化缩放；Sun 等人 2025，*The Curse of Depth*，arXiv 2502.05795）把第 $l$ 层归一化的输出乘以 $1/\sqrt{l}$（`norm_position="lns"`），
 #   让深层加入的量更少，因此残差流应当比 Pre-LN 增长得慢。Sun 等人在摘要中称，Pre-LN
 #   的输出方差随深度呈指数增长，使得深层的块接近恒等映射。
-# - **可训练性**。Post-LN 需要学习率预热（Xiong et al.，§3.2）；DeepNet 的 DeepNorm（Wang et al.
+# - **可训练性**。Post-LN 需要学习率预热（Xiong 等人，§3.2）；DeepNet 的 DeepNorm（Wang 等人
 #   2022，arXiv 2203.00555）保留 Post-LN 的结构，把残差乘以 $\alpha = (2N)^{1/4}$
 #   以加大其权重，把初始化按 $\beta = (8N)^{-1/4}$ 缩放，训练了 1,000
-#   层的模型；ReZero（Bachlechner et al. 2020，arXiv 2003.04887）去掉了归一化，让每个分支从权重 0
+#   层的模型；ReZero（Bachlechner 等人 2020，arXiv 2003.04887）去掉了归一化，让每个分支从权重 0
 #   开始，训练了 120 层的 Transformer。在 Xiong 等人的实验中，Pre-LN 不用预热也能训练（§4）。
 #   几种归一化位置为什么表现不同，统一放在
 #   [为什么 Pre-LN 训练更稳定](../../placement/pre-ln/#why-pre-ln-trains-more-stably)一节讨论。
@@ -151,7 +151,7 @@
 #
 # ## 参考来源 { #sources }
 #
-# - Xiong et al. 2020, arXiv 2002.04745：§3.2（预热），§3.3（引理 2），§4。
+# - Xiong et al. 2020，arXiv 2002.04745：§3.2（预热），§3.3（引理 2），§4。
 # - Kim et al. 2025（Peri-LN），arXiv 2502.02732；Ding et al. 2021（CogView, Sandwich-LN），arXiv 2105.13290，代码见 THUDM/CogView `mpu/sparse_transformer.py`。
 # - Sun et al. 2025，*The Curse of Depth in Large Language Models*，arXiv 2502.05795。
 # - Wang et al. 2022（DeepNet），arXiv 2203.00555，$\alpha$ 和 $\beta$ 见图 2(b)。

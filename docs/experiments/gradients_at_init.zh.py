@@ -21,7 +21,7 @@
 #
 # ## 预期 { #what-we-expected }
 #
-# - **定理 1**（Xiong et al. 2020，arXiv 2002.04745，§3.3）：初始化时，最后一层 $W^{2,L}$ 的梯度在
+# - **定理 1**（Xiong 等人 2020，arXiv 2002.04745，§3.3）：初始化时，最后一层 $W^{2,L}$ 的梯度在
 #   Post-LN 中以 $O(d\sqrt{\ln d})$ 为界，与深度 $L$ 无关；在 Pre-LN 中则以 $O(d\sqrt{\ln d / L})$
 #   为界。在以 $L$ 为横轴的双对数坐标中，Post-LN 是一条水平线，Pre-LN 是一条斜率为 $-1/2$ 的直线。
 # - **原因**（同一节，引理 2 和引理 3）：层归一化（LayerNorm）回传的梯度与其输入的
@@ -34,7 +34,7 @@
 #   Post-LN 中从 6-6 到 14-14 的各种深度下大致不变，在 Pre-LN 中则随深度减小。
 # - **Post-LN 的梯度会越往底层越小吗**？多篇论文报告过 Post-LN 较低层的梯度偏小：Xiong
 #   等人的图 3（初始化时）、Liu 等人 2020 年的 Admin（arXiv 2004.08249，§3，出现在解码器中而非编码器中）、
-#   Takase 等人（arXiv 2206.00330）和 Mix-LN（Li et al. 2024，arXiv 2412.13795）。但这是不是
+#   Takase 等人（arXiv 2206.00330）和 Mix-LN（Li 等人 2024，arXiv 2412.13795）。但这是不是
 #   Post-LN 难以训练的原因，仍有争议。本页只在自己的设置下测量初始化时的逐层梯度分布；这个结果与
 #   Post-LN 不稳定的其他几种解释如何对上，统一放在
 #   [为什么 Pre-LN 训练更稳定](../../placement/pre-ln/#why-pre-ln-trains-more-stably)一节讨论。
@@ -50,7 +50,7 @@
 #   各自作为一个独立的方阵初始化，与论文中的写法一致（即 `snippets/lm_experiment.py` 中的
 #   `xavier_init_(stack, qkv="per_projection")`；若对融合后的 $3d \times d$ 矩阵整体做一次 Xavier
 #   初始化，它们的权重会小 $\sqrt{2}$ 倍）；LayerNorm 的权重为 1，偏置为 0。激活函数用
-#   ReLU，与原始 Transformer 的 FFN 相同（Vaswani et al. 2017，arXiv 1706.03762，§3.3）。
+#   ReLU，与原始 Transformer 的 FFN 相同（Vaswani 等人 2017，arXiv 1706.03762，§3.3）。
 # - 输入：单位方差的高斯向量，批大小 8，序列长度 32。
 # - **损失**。主实验：对随机目标的线性损失，$\mathcal{L} = \operatorname{mean}_t \langle y_t, \mathrm{out}_t\rangle$，$y_t \sim \mathcal{N}(0, I)$。它对网络输出的梯度就是 $y$ 本身，与网络算出了什么无关；因此，
 #   不同深度、不同归一化位置之间的一切差异都来自网络如何把这个梯度向下传递，而这正是定理 1

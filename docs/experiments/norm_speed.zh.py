@@ -62,7 +62,7 @@
 # %% [markdown]
 # ## 预期 { #what-we-expected }
 #
-# **说法**。介绍前置层归一化（Pre-LN）Transformer 的文章常说，RMSNorm“进一步减少 7-64 % 归一化 FLOPs”[B]，能让推理更高效，还是大模型跑得快的原因。这个数字出自 Zhang & Sennrich 2019（[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)），其摘要写的是 RMSNorm “reduces the running time by 7%∼64% on different models”，即在不同模型上把运行时间缩短 7%∼64%。这是**整个模型**运行时间的缩短（在 GPU 上，分别用 TensorFlow、Theano 和 PyTorch 实现），而不是归一化本身的浮点运算量：按论文的结果表（见[已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页和下文的参考来源），Transformer-base 模型节省了 6.9%（即那个“7%”），而“64%”是 pRMSNorm（部分均方根归一化）在一个 GRU 顺序嵌入（order-embedding）模型上的结果（63.9%）；普通 RMSNorm 最多节省 40.8%。
+# **说法**。介绍前置层归一化（Pre-LN）Transformer 的文章常说，RMSNorm“进一步减少 7-64 % 归一化 FLOPs”[B]，能让推理更高效，还是大模型跑得快的原因。这个数字出自 Zhang & Sennrich 2019（[arXiv 1910.07467](https://arxiv.org/abs/1910.07467)），其摘要说 RMSNorm“在不同模型上把运行时间缩短了 7%∼64%”。这是**整个模型**运行时间的缩短（在 GPU 上，分别用 TensorFlow、Theano 和 PyTorch 实现），而不是归一化本身的浮点运算量：按论文的结果表（见[已发布模型中的 RMSNorm](../../reference/rmsnorm-models/#is-rmsnorm-what-makes-llms-fast) 一页和下文的参考来源），Transformer-base 模型节省了 6.9%（即那个“7%”），而“64%”是 pRMSNorm（部分均方根归一化）在一个 GRU 顺序嵌入（order-embedding）模型上的结果（63.9%）；普通 RMSNorm 最多节省 40.8%。
 #
 # **浮点运算**。对 $x$ 的每个元素，LayerNorm 的前向要做：求均值的累加，减去均值，平方，求方差的累加，乘以 $1/\sqrt{\sigma^2+\varepsilon}$，乘以 $\gamma$，再加上 $\beta$；RMSNorm 则只有平方、加法、乘以 $1/\mathrm{RMS}$ 和乘以 $\gamma$。RMSNorm 每个元素的浮点运算更少（第一个代码单元格会把它们数出来），但归一化是**受内存带宽限制的（memory-bound）**：它每搬运一个字节大约只做一次浮点运算，而一个 CPU 核心或一块 GPU 在搬运一个字节的时间里能做许多次浮点运算（下文以“脊点”（ridge point）的形式测量这一比值）。因此，归一化的耗时由它读写的字节数决定，而在这一点上两种归一化几乎相同：读 $x$，写 $y$，外加一两个参数向量。
 #
@@ -73,7 +73,7 @@
 # %% [markdown]
 # ## 设置 { #settings }
 #
-# - 输入 $x$ 的形状（行数, 隐藏维度）为 (2048, 1024) 和 (4096, 4096)，float32，大小分别为 8 MiB 和 64 MiB。前者足够小，末级缓存可以容纳它的很大一部分。后者就是“大尺寸”：它是单个核心 L2 缓存的许多倍，而且超过了一个界限：从这个大小起，C 库的 `malloc` 默认每次请求都交出新的内存（见下文“分配器”一节）。机器的各级缓存大小打印在下面；与其他任务共享的末级缓存，可能有一部分被占用。只有大尺寸决定结论。
+# - 输入 $x$ 的形状（行数，隐藏维度）为 (2048, 1024) 和 (4096, 4096)，float32，大小分别为 8 MiB 和 64 MiB。前者足够小，末级缓存可以容纳它的很大一部分。后者就是“大尺寸”：它是单个核心 L2 缓存的许多倍，而且超过了一个界限：从这个大小起，C 库的 `malloc` 默认每次请求都交出新的内存（见下文“分配器”一节）。机器的各级缓存大小打印在下面；与其他任务共享的末级缓存，可能有一部分被占用。只有大尺寸决定结论。
 # - $x = 2\,\mathcal{N}(0, 1) + 0.5$，随机种子由形状决定；上游梯度为 $\cos(x)$，同一尺寸下的每次调用都用同一个张量。权重在 $[0.5, 1.5]$ 内均匀分布，LayerNorm 的偏置在 $[-0.5, 0.5]$ 内均匀分布，种子由隐藏维度决定；同一种归一化的所有实现共用同样的参数张量。
 # - 两种归一化都取 $\varepsilon = 10^{-5}$（若用 `nn.RMSNorm` 的默认值，则会是 float32 的机器精度；这个取值不影响速度）。
 # - **前向**（forward）：在 `torch.no_grad()` 下调用一次。**前向+反向**（forward+backward）：调用一次，再对 $x$ 和每个参数做一次 `torch.autograd.grad`。

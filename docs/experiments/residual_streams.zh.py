@@ -25,16 +25,16 @@
 #   限定在 $(1 + \tfrac{l}{2})\,d$ 与 $(1 + \tfrac{3l}{2})\,d$ 之间（见
 #   [Pre-LN](../../placement/pre-ln/#the-residual-stream-grows)）；[深度与残差流](../depth/)一页
 #   在这个网络上测量了这种增长。最后一层前馈权重的梯度随深度减小（定理 1，[初始化时的梯度范数](../gradients_at_init/)一页中有测量）。
-# - **HC**（Zhu et al. 2024，arXiv 2409.19606）保留残差流的 $n$ 个副本。每个子层读取它们的加权和
+# - **HC**（Zhu 等人 2024，arXiv 2409.19606）保留残差流的 $n$ 个副本。每个子层读取它们的加权和
 #   （`pre`），把自己的输出按权重加到每个副本上（`post`），并用一个 $n \times n$ 矩阵（`comb`）
 #   混合这些副本。§2.3 选择这种初始化，是为了让超连接的初始化等价于 Pre-Norm
-#   残差连接：动态部分从 0 开始，混合矩阵从单位矩阵开始（式 14）。因此在初始化时，HC
+#   残差连接：动态部分从 0 开始，混合矩阵从单位矩阵开始（式 (14)）。因此在初始化时，HC
 #   的每条曲线都应当与 Pre-LN 的相同，混合矩阵的每个连乘积都应当是单位矩阵。
 # - **HC 为什么可能爆炸**。Xie 等人（mHC，arXiv 2512.24880，§3.1）把子层 $l$ 的混合矩阵记作
 #   $\mathcal{H}^{\mathrm{res}}_l$：从子层 $l$ 到顶层的信号要经过连乘积
 #   $\prod_i \mathcal{H}^{\mathrm{res}}_i$，而对不受约束的矩阵来说，这个连乘积
 #   “不可避免地偏离恒等映射”，于是信号“容易爆炸或消失”。他们的证据来自训练：一个 270 亿参数的模型（30 层，$n =
-#   4$；表 5），其 HC 版本在第 12k 步左右出现损失突增（图 2），连乘积的 *Amax Gain
+#   4$；表 5），其 HC 版本在第 1.2 万步左右出现损失突增（图 2），连乘积的 *Amax Gain
 #   Magnitude*（最大增益幅值：前向取其行和绝对值的最大者，反向取列和绝对值的最大者，
 #   并在一个序列的所有词元上取平均）峰值达到 3000（图 3 b）。CPU 上的构建无法训练这样的模型；
 #   本页检查的是初始化，然后再看混合矩阵偏离单位矩阵一定程度后，沿深度会发生什么。
@@ -53,7 +53,7 @@
 #   LayerNorm），而归一化对整体缩放不敏感：我们预期各子层看到的与 Pre-LN 中相同，梯度也相同，
 #   而混合出的表示比 Pre-LN 的残差流小得多。论文关于幅值受控的论断针对的是训练好的 480 亿参数
 #   模型（摘要），本页不检验。
-# - **DenseFormer**（Pagliardini et al. 2024，arXiv 2402.02622）在每个块之后加一个深度加权平均
+# - **DenseFormer**（Pagliardini 等人 2024，arXiv 2402.02622）在每个块之后加一个深度加权平均
 #   （DWA），对嵌入和所有块的输出取加权平均。作者的代码把每个平均都初始化为恒等映射（epfml/DenseFormer，
 #   提交 `c99a623`，`denseformer/denseformer.py` 中的
 #   `DWAModules._init_weights`：所有权重为 0，最后一个为 1），本手册的 `DepthWeightedAverage`
@@ -68,7 +68,7 @@
 # - 每个 `nn.Linear` 都重新初始化为 Xavier 正态分布，偏置为零，$W_q$、$W_k$、$W_v$
 #   各自作为一个独立的方阵（`snippets/lm_experiment.py` 中的
 #   `xavier_init_(stack, qkv="per_projection")`），与深度实验和梯度实验相同。各种连接保留自己的初始化：HC
-#   按 Zhu 等人的式 14；mHC 的投影为 $\mathcal{N}(0, 0.02^2)$、偏置 0、缩放 1，与 transformers
+#   按 Zhu 等人的式 (14)；mHC 的投影为 $\mathcal{N}(0, 0.02^2)$、偏置 0、缩放 1，与 transformers
 #   5.24.0 初始化 DeepSeek-V4 连接的方式相同（`DeepseekV4PreTrainedModel._init_weights`；mHC
 #   论文自己的实验把门控因子初始化为 0.01，见表 5）；注意力残差的伪查询向量为 0；DenseFormer
 #   的平均为恒等。
@@ -154,10 +154,10 @@
 # 打印出的表格就是结果；请对照它们阅读：
 #
 # - **初始化时 HC 就是 Pre-LN，DenseFormer 也是**。它们的残差流和梯度与 Pre-LN
-#   的一致，只差打印出的那一点（浮点舍入误差），这正是 Zhu 等人的式 14 和 DenseFormer
+#   的一致，只差打印出的那一点（浮点舍入误差），这正是 Zhu 等人的式 (14) 和 DenseFormer
 #   的恒等平均所要的；HC 的混合连乘积在每个深度都是单位矩阵（表中谱范数为 1）。因此，在这些规模下、
 #   在初始化时，**不受约束的 HC 不会爆炸**：它此时与 Pre-LN 没有任何区别。mHC 论文报告的爆炸（Amax
-#   峰值 3000，第 12k 步左右的损失突增）发生在一个 30 层、270 亿参数的模型的训练过程中；
+#   峰值 3000，第 1.2 万步左右的损失突增）发生在一个 30 层、270 亿参数的模型的训练过程中；
 #   本页既没有复现那个规模，也没有复现那样的训练。
 # - **偏离单位矩阵会怎样**。手动改动混合矩阵之后，HC 的连乘积随深度增长，$\sigma$ 越大增长越快：在 128
 #   个矩阵上，它的最大奇异值和 Amax 增益不断攀升，最小奇异值则不断下降，也就是说，各条流的某些组合被放大，
@@ -189,14 +189,14 @@
 #
 # ## 参考来源 { #sources }
 #
-# - Zhu et al. 2024（ICLR 2025），*Hyper-Connections*，arXiv 2409.19606：§2.3 与式 14（与 Pre-Norm 等价的初始化）。
+# - Zhu et al. 2024（ICLR 2025），*Hyper-Connections*，arXiv 2409.19606：§2.3 与式 (14)（与 Pre-Norm 等价的初始化）。
 # - Xie et al. 2025，*mHC: Manifold-Constrained Hyper-Connections*，arXiv 2512.24880
 # （v2）：§3.1 及图 2、图 3（HC 的不稳定性，Amax Gain Magnitude），§4.1（双随机矩阵：谱范数至多为
 #   1，对乘法封闭），§4.2（Sinkhorn-Knopp，20 次迭代），§5.4（约 1.6 对比接近 3000），表 5（270 亿参数模型）。
 # - Kimi Team 2026，*Attention Residuals*，arXiv 2603.15031：摘要，§1，§3.1（全量注意力残差），§5（伪查询向量初始化为零）。
 # - Pagliardini et al. 2024，*DenseFormer*，arXiv 2402.02622；代码见 epfml/DenseFormer，提交
 #   `c99a623`，`denseformer/denseformer.py`。
-# - Xiong et al. 2020, arXiv 2002.04745：§3.3，引理 2 与定理 1。
+# - Xiong et al. 2020，arXiv 2002.04745：§3.3，引理 2 与定理 1。
 # - Hugging Face transformers 5.24.0，`models/deepseek_v4/modeling_deepseek_v4.py`（`DeepseekV4HyperConnection`、`DeepseekV4PreTrainedModel._init_weights`）。
 # - 代码：`snippets/transformer.py`（`Stack`、`HyperConnection`、`sinkhorn_knopp`、`DepthAttention`、`DepthWeightedAverage`）、`snippets/lm_experiment.py`（`xavier_init_`）、`snippets/grad_norms.py`（`handbook_w2`、`linear_loss`、`power_law_fit`），各自都有测试。
 

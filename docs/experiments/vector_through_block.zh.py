@@ -37,16 +37,16 @@
 #
 # - 刚初始化的 LayerNorm（权重为 1，偏置为 0）把任何向量都映射为均值 0、方差
 #   $\sigma^2/(\sigma^2 + \varepsilon)$ 的向量，这个方差略小于 1（有偏方差，即除以 $d$；见
-#   [LayerNorm](../../foundations/layer-norm/)；Ba et al.
+#   [LayerNorm](../../foundations/layer-norm/)；Ba 等人
 #   2016，arXiv 1607.06450）。它对向量自身的偏移和尺度视而不见：给每个特征加上同一个 $a$、再乘以
 #   $c > 0$，输出保持不变（至多相差 $\varepsilon$ 带来的影响）。
 # - 因此，无论 $x$ 的尺度如何，Post-LN 的输出总是均值 0、标准差 1；Pre-LN 的输出则是 $x$
 #   加上一个由归一化后的 $x$ 算出的更新量，所以保留了 $x$ 的尺度，而且 $x$
 #   变大时更新量并不随之变大。块内没有任何环节会重新缩放残差流，Pre-LN
-#   网络的隐藏状态正是因此才会随深度增长（Xiong et al. 2020，arXiv 2002.04745，引理 2：初始化时，
+#   网络的隐藏状态正是因此才会随深度增长（Xiong 等人 2020，arXiv 2002.04745，引理 2：初始化时，
 #   隐藏状态平方范数的期望随层号线性增长）。
-# - 三明治形式把分支也归一化了：初始化时，它的更新量标准差为 1（CogView 的 Sandwich-LN，Ding et al.
-#   2021，arXiv 2105.13290；Peri-LN，Kim et al. 2025，arXiv 2502.02732）。其中一篇文章把 Sandwich-LN
+# - 三明治形式把分支也归一化了：初始化时，它的更新量标准差为 1（CogView 的 Sandwich-LN，Ding 等人
+#   2021，arXiv 2105.13290；Peri-LN，Kim 等人 2025，arXiv 2502.02732）。其中一篇文章把 Sandwich-LN
 #   写成 $\mathrm{LN}(x + F(\mathrm{LN}(x)))$；而 CogView 的代码（THUDM/CogView
 #   `mpu/sparse_transformer.py`）把第二个归一化放在分支上、残差求和之内，与上表一致。
 #
