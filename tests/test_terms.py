@@ -42,17 +42,9 @@ def test_the_usage_table_is_read():
 # Pages whose variants are expected for now, each with its reason. Not strict, as they
 # change while being revised: remove an entry when its page is done.
 EXPECTED_VARIANTS = {
-    "docs/reference/choosing.zh.md": "page under revision",
     "docs/reference/models.zh.md": "page under revision",
     "docs/reference/epsilon.zh.md": "page under revision",
     "docs/streams/depth-attention.zh.md": "page under revision",
-    "docs/reference/census.zh.md": (
-        "跳连 in the census's own labels, which hooks/resnorm_site/census/words.py writes: "
-        "the page and words.py change together"
-    ),
-    "docs/experiments/claims.zh.md": (
-        "跳连 in the census's labels (hooks/resnorm_site/census/words.py), as on the census page"
-    ),
 }
 VARIANT_CASES = [
     pytest.param(

@@ -213,7 +213,6 @@ CASES = [
 # the tests run (pytest -rx). Not strict, as they change while being revised: remove an
 # entry when its page is done.
 UNDER_REVISION = {
-    "docs/reference/choosing.zh.md": "page under revision",
     "docs/reference/models.zh.md": "page under revision",
     "docs/reference/epsilon.zh.md": "page under revision",
     "docs/streams/depth-attention.zh.md": "page under revision",

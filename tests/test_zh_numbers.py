@@ -55,7 +55,6 @@ NUMBER = re.compile(
 # runs (pytest -rx). Not strict, as they change while being revised: remove an entry when
 # its page is done.
 UNDER_REVISION = {
-    "docs/reference/choosing.zh.md": "page under revision",
     "docs/reference/models.zh.md": "page under revision",
     "docs/reference/epsilon.zh.md": "page under revision",
     "docs/streams/depth-attention.zh.md": "page under revision",

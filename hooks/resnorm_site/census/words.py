@@ -164,7 +164,7 @@ WORDS = {
             "post": "Post-LN",
             "around": "子层前后",
             "output": "仅输出",
-            "normed_skip": "归一化后的跳连",
+            "normed_skip": "归一化后的跳跃连接",
             "connection": "在残差流的连接之内",
             "none": "无",
         },
@@ -194,7 +194,7 @@ WORDS = {
         "topology": {
             "one": "单一残差流",
             "scaled": "单一残差流，按比例相加",
-            "gated": "单一残差流，跳连带门控",
+            "gated": "单一残差流，跳跃连接带门控",
             "streams": "{n} 条残差流，不混合",
             "streams_mixed": "{n} 条残差流，相互混合",
             "depth": "沿深度做注意力",
@@ -229,7 +229,7 @@ WORDS = {
             "pre": "Pre-LN：{n} 个模型族",
             "parallel": "注意力与 MLP 并行：{n} 个模型族",
             "around": "归一化在子层前后或之后：{n} 个模型族",
-            "post": "Post-LN 与归一化后的跳连：{n} 个模型族",
+            "post": "Post-LN 与归一化后的跳跃连接：{n} 个模型族",
             "mixed": "各子层或各层位置不同：{n} 个模型族",
             "other": "归一化在别处，或层内没有找到归一化：{n} 个模型族",
             "unprobed": "未探测：{n} 个模型族",
@@ -273,7 +273,7 @@ WORDS = {
             ),
             (
                 "streams",
-                "{streams} 个带多条残差流，{depth} 个沿深度做注意力，{gated} 个对跳连"
+                "{streams} 个带多条残差流，{depth} 个沿深度做注意力，{gated} 个对跳跃连接"
                 "按比例缩放或加门控",
             ),
             ("final_norm", "{final_norm} 个在最后一层之后有最终归一化"),
