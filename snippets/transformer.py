@@ -1247,6 +1247,157 @@ def check_combinations(settings: dict) -> None:
             raise ValueError(f"{name}={value!r} needs {other} in {allowed}, got {got!r}: {why}")
 
 
+def check_stack_args(
+    n_layers, residual, norm_position, n_streams, block_size, n_fracs, collapse,
+    depth_values, gate_temperature, gate_eps, gate_rank, block_kwargs,
+):  # fmt: skip
+    """Refuse a bad Stack argument, or one another makes meaningless, naming both (the rules:
+    COMBINATIONS), before any layer is built. Returns what it resolves: n_streams, n_fracs,
+    collapse, block_size and each layer's (norm_position, pre_scale)."""
+    check_size("n_layers", n_layers)
+    if residual not in RESIDUALS:
+        raise ValueError(f"residual must be one of {RESIDUALS}, got {residual!r}")
+    if collapse is not None and collapse not in COLLAPSES:
+        raise ValueError(f"collapse must be None or one of {COLLAPSES}, got {collapse!r}")
+    if depth_values is not None and depth_values not in DEPTH_VALUES:
+        raise ValueError(
+            f"depth_values must be None or one of {DEPTH_VALUES}, got {depth_values!r}"
+        )
+    if n_fracs is not None:  # given, so it must act: refuse, never ignore
+        check_size("n_fracs", n_fracs)
+        if residual != "hc":
+            raise ValueError(f"n_fracs is for 'hc', got residual={residual!r}")
+        if n_fracs > 1 and n_streams not in (None, 1):
+            raise ValueError(
+                f"n_fracs={n_fracs} splits one stream (Frac-Connections), "
+                f"so n_streams must be 1 or unset, got n_streams={n_streams}"
+            )
+        if n_fracs > 1 and collapse is not None:
+            raise ValueError(
+                f"n_fracs={n_fracs} concatenates the fractions at the end, "
+                f"so collapse must be unset, got collapse={collapse!r}"
+            )
+        if n_fracs > 1:
+            n_streams = 1
+    n_fracs = 1 if n_fracs is None else n_fracs
+    if n_streams is not None:  # given, so it must act: refuse, never ignore
+        check_size("n_streams", n_streams)
+        if residual not in STREAM_RESIDUALS:
+            raise ValueError(f"n_streams is for {STREAM_RESIDUALS}, got residual={residual!r}")
+    elif residual in STREAM_RESIDUALS:
+        n_streams = 4
+    if block_size is not None and residual != "attnres":
+        raise ValueError(f"block_size is for 'attnres', got residual={residual!r}")
+    parallel = block_kwargs.get("parallel")
+    given = dict(residual=residual, norm_position=norm_position, parallel=parallel)
+    given.update(gate_temperature=gate_temperature, gate_eps=gate_eps, collapse=collapse)
+    given.update(depth_values=depth_values, gate_rank=gate_rank)
+    keys = ("layer_scalar", "branch_norm", "branch_eps")
+    check_combinations(given | {k: block_kwargs.get(k) for k in keys})
+    collapse = OWN_COLLAPSE.get(residual) if collapse is None else collapse
+    placements = layer_placements(norm_position, n_layers)  # checks norm_position
+    if parallel is not None and norm_position == "mixln" and placements[0][0] == "post":
+        n_post = sum(p == "post" for p, _ in placements)
+        raise ValueError(
+            f"parallel={parallel!r} with norm_position='mixln': Mix-LN makes the first "
+            f"{n_post} of {n_layers} layers Post-LN, and a parallel block "
+            "needs norm_position='pre', got 'post' there"
+        )
+    # The stack sets these per layer: refuse a value it would overwrite or that would
+    # reach some layers only, naming the placement the caller chose.
+    alpha = block_kwargs.get("alpha", 1.0)
+    if "alpha" in block_kwargs and norm_position == "deepnorm":
+        raise ValueError(f"a 'deepnorm' stack sets DeepNet's alpha itself, got alpha={alpha!r}")
+    scales = isinstance(alpha, torch.Tensor) or (isinstance(alpha, float | int) and alpha != 1)
+    if scales and norm_position not in ("post", "normed_skip"):  # else mixln would say 'pre'
+        raise ValueError(
+            "alpha scales the skip in 'post', 'deepnorm' and 'normed_skip' only, "
+            f"got {norm_position!r}"
+        )
+    branch_scale = block_kwargs.get("branch_scale", 1.0)  # a str: the Residual refuses it
+    scales = isinstance(branch_scale, numbers.Real) and branch_scale != 1
+    if scales and norm_position != "normed_skip":
+        raise ValueError(f"branch_scale scales F in 'normed_skip' only, got {norm_position!r}")
+    if "pre_scale" in block_kwargs:
+        raise ValueError(
+            "a stack sets pre_scale per layer (norm_position='lns': 1/sqrt(l)), "
+            f"got pre_scale={block_kwargs['pre_scale']!r}"
+        )
+    if residual == "attnres":  # one block per sublayer is Full AttnRes
+        block_size = 1 if block_size is None else check_size("block_size", block_size)
+    return n_streams, n_fracs, collapse, block_size, placements
+
+
+# What each residual builds around the blocks, one function a residual (CONNECTIONS): each
+# sets stack.connections and, where its residual has one, stack.head or stack.block_size.
+# Called after the blocks and the final norm: this order fixes what a seed initializes.
+def _hc_connections(stack, n_sub, eps, bias, **rest):
+    """HC (Zhu et al.), Frac-Connections with n_fracs > 1: eps, bias reach their LayerNorms."""
+    kw = dict(norm_eps=eps, bias=bias, n_fracs=stack.n_fracs)
+    index = range(n_sub) if stack.n_fracs == 1 else [None] * n_sub  # FC: pre starts at I
+    stack.connections = nn.ModuleList(
+        HyperConnection(stack.d_model, stack.n_streams, layer_index=i, **kw) for i in index
+    )
+    stack.head = None
+
+
+def _mhc_connections(stack, n_sub, eps, **rest):
+    """mHC (DeepSeek-V4, GLM-5.3-Flash) and iHC (Hy4): one eps for all RMSNorms, as theirs."""
+    mhc, ihc = stack.residual == "mhc", stack.residual == "ihc"
+    kw = dict(constrained=mhc, independent=ihc, norm_eps=eps)
+    d, n = stack.d_model, stack.n_streams
+    stack.connections = nn.ModuleList(HyperConnection(d, n, **kw) for _ in range(n_sub))
+    head = stack.collapse == "head"
+    stack.head = HyperConnection(d, n, head=True, **kw) if head else None
+
+
+def _gated_streams_connections(stack, n_sub, norm, eps, bias, gate_rank, **rest):
+    """Qwen4-Exp: the connections hold the norms (norm, eps, bias), so the layers have none."""
+    kw = dict(norm=norm, eps=eps, bias=bias, rank=gate_rank)
+    d, n = stack.d_model, stack.n_streams
+    stack.connections = nn.ModuleList(GatedStreams(d, n, **kw) for _ in range(n_sub))
+    mixer = stack.collapse == "mixer"
+    stack.head = GatedStreams(d, n, head=True, **kw) if mixer else None
+    for layer in stack.layers:  # Qwen4-Exp's layers have no input_layernorm
+        layer.attn.norm_in = layer.mlp.norm_in = None
+
+
+def _attnres_connections(stack, n_sub, eps, block_size, depth_values, **rest):
+    """AttnRes: a depth attention before each sublayer and one for the output."""
+    stack.block_size = block_size
+    values = "raw" if depth_values is None else depth_values
+    stack.connections = nn.ModuleList(
+        DepthAttention(stack.d_model, eps, values) for _ in range(n_sub + 1)
+    )
+    if values == "normed":  # Inkling 2 has none: its RMSNorm would rescale the embedding
+        stack.connections[0] = nn.Identity()
+
+
+def _denseformer_connections(stack, n_sub, **rest):
+    """DenseFormer: after each block, a depth-weighted average of the embedding and outputs."""
+    stack.connections = nn.ModuleList(
+        DepthWeightedAverage(i + 2, stack.d_model) for i in range(len(stack.layers))
+    )
+
+
+def _vp_gate_connections(stack, n_sub, gate_temperature, gate_eps, **rest):
+    """Muse Spark's variance-preserving gates, None: its temperature 0.3 and eps 1e-3."""
+    t = 0.3 if gate_temperature is None else gate_temperature
+    e = 1e-3 if gate_eps is None else gate_eps
+    stack.connections = nn.ModuleList(ResidualGate(stack.d_model, t, e) for _ in range(n_sub))
+
+
+CONNECTIONS = {  # "add" builds none: x + F(x) is inside each Residual
+    "hc": _hc_connections,
+    "mhc": _mhc_connections,
+    "ihc": _mhc_connections,
+    "gated_streams": _gated_streams_connections,
+    "attnres": _attnres_connections,
+    "denseformer": _denseformer_connections,
+    "vp_gate": _vp_gate_connections,
+}
+
+
 class Stack(nn.Module):
     """``n_layers`` blocks and, when the placement needs it, a final norm.
 
@@ -1273,7 +1424,8 @@ class Stack(nn.Module):
                  Muse's 0.3 and 1e-3
     In hc, mhc, ihc, attnres and vp_gate a sublayer sees only its branch, F with its own norms
     (``Residual.branch``), so the norms must sit in the branch: ``BRANCH_POSITIONS``. Which
-    settings exclude which: the table ``COMBINATIONS``.
+    settings exclude which: the table ``COMBINATIONS``, checked with the rest of the arguments
+    by ``check_stack_args``; what each residual builds around the blocks: ``CONNECTIONS``.
     ``eps`` reaches every norm of the stack: the blocks', the final one and the connections'
     (HC's LayerNorm, mHC's and iHC's RMSNorm, as DeepSeek-V4's and Hy4's one rms_norm_eps,
     AttnRes' RMSNorm);
@@ -1299,80 +1451,16 @@ class Stack(nn.Module):
         **block_kwargs,
     ):
         super().__init__()
-        check_size("n_layers", n_layers)
-        if residual not in RESIDUALS:
-            raise ValueError(f"residual must be one of {RESIDUALS}, got {residual!r}")
-        if collapse is not None and collapse not in COLLAPSES:
-            raise ValueError(f"collapse must be None or one of {COLLAPSES}, got {collapse!r}")
-        if depth_values is not None and depth_values not in DEPTH_VALUES:
-            raise ValueError(
-                f"depth_values must be None or one of {DEPTH_VALUES}, got {depth_values!r}"
-            )
-        if n_fracs is not None:  # given, so it must act: refuse, never ignore
-            check_size("n_fracs", n_fracs)
-            if residual != "hc":
-                raise ValueError(f"n_fracs is for 'hc', got residual={residual!r}")
-            if n_fracs > 1 and n_streams not in (None, 1):
-                raise ValueError(
-                    f"n_fracs={n_fracs} splits one stream (Frac-Connections), "
-                    f"so n_streams must be 1 or unset, got n_streams={n_streams}"
-                )
-            if n_fracs > 1 and collapse is not None:
-                raise ValueError(
-                    f"n_fracs={n_fracs} concatenates the fractions at the end, "
-                    f"so collapse must be unset, got collapse={collapse!r}"
-                )
-            if n_fracs > 1:
-                n_streams = 1
-        self.n_fracs = 1 if n_fracs is None else n_fracs
-        if n_streams is not None:  # given, so it must act: refuse, never ignore
-            check_size("n_streams", n_streams)
-            if residual not in STREAM_RESIDUALS:
-                raise ValueError(f"n_streams is for {STREAM_RESIDUALS}, got residual={residual!r}")
-        elif residual in STREAM_RESIDUALS:
-            n_streams = 4
-        if block_size is not None and residual != "attnres":
-            raise ValueError(f"block_size is for 'attnres', got residual={residual!r}")
         norm_position = block_kwargs.pop("norm_position", "pre")
-        parallel = block_kwargs.get("parallel")
-        given = dict(residual=residual, norm_position=norm_position, parallel=parallel)
-        given.update(gate_temperature=gate_temperature, gate_eps=gate_eps, collapse=collapse)
-        given.update(depth_values=depth_values, gate_rank=gate_rank)
-        keys = ("layer_scalar", "branch_norm", "branch_eps")
-        check_combinations(given | {k: block_kwargs.get(k) for k in keys})
-        collapse = OWN_COLLAPSE.get(residual) if collapse is None else collapse
-        placements = layer_placements(norm_position, n_layers)  # checks norm_position
-        if parallel is not None and norm_position == "mixln" and placements[0][0] == "post":
-            n_post = sum(p == "post" for p, _ in placements)
-            raise ValueError(
-                f"parallel={parallel!r} with norm_position='mixln': Mix-LN makes the first "
-                f"{n_post} of {n_layers} layers Post-LN, and a parallel block "
-                "needs norm_position='pre', got 'post' there"
-            )
-        # The stack sets these per layer: refuse a value it would overwrite or that would
-        # reach some layers only, naming the placement the caller chose.
-        alpha = block_kwargs.get("alpha", 1.0)
-        if "alpha" in block_kwargs and norm_position == "deepnorm":
-            raise ValueError(f"a 'deepnorm' stack sets DeepNet's alpha itself, got alpha={alpha!r}")
-        scales = isinstance(alpha, torch.Tensor) or (isinstance(alpha, float | int) and alpha != 1)
-        if scales and norm_position not in ("post", "normed_skip"):  # else mixln would say 'pre'
-            raise ValueError(
-                "alpha scales the skip in 'post', 'deepnorm' and 'normed_skip' only, "
-                f"got {norm_position!r}"
-            )
-        branch_scale = block_kwargs.get("branch_scale", 1.0)  # a str: the Residual refuses it
-        scales = isinstance(branch_scale, numbers.Real) and branch_scale != 1
-        if scales and norm_position != "normed_skip":
-            raise ValueError(f"branch_scale scales F in 'normed_skip' only, got {norm_position!r}")
-        if "pre_scale" in block_kwargs:
-            raise ValueError(
-                "a stack sets pre_scale per layer (norm_position='lns': 1/sqrt(l)), "
-                f"got pre_scale={block_kwargs['pre_scale']!r}"
-            )
         final_norm = block_kwargs.pop("final_norm", None)
+        n_streams, n_fracs, collapse, block_size, placements = check_stack_args(
+            n_layers, residual, norm_position, n_streams, block_size, n_fracs, collapse,
+            depth_values, gate_temperature, gate_eps, gate_rank, block_kwargs,
+        )  # fmt: skip
         if final_norm is None:  # Qwen4-Exp's mixer ends the stack in its place
             final_norm = needs_final_norm(norm_position) and collapse != "mixer"
         norm, eps = block_kwargs.get("norm"), block_kwargs.get("eps")
+        bias = block_kwargs.get("bias", True)
         if norm_position == "rezero" and final_norm:
             block_kwargs.pop("norm", None)  # ReZero's blocks have no norm: it is the final norm's
             attn_norms = block_kwargs.get("v_norm") or block_kwargs.get("o_norm")
@@ -1388,50 +1476,15 @@ class Stack(nn.Module):
         if norm_position == "deepnorm":
             for layer in self.layers:
                 deepnorm_init_(layer, beta)
-        bias = block_kwargs.get("bias", True)
         self.norm_f = make_norm(norm, d_model, eps, bias) if final_norm else None
         self.residual, self.d_model, self.n_streams = residual, d_model, n_streams
-        self.collapse = collapse
-        n_sub = 2 * n_layers  # attention, feed-forward, attention, ...
-        if residual == "hc":  # eps and bias reach the connections' LayerNorms
-            kw = dict(norm_eps=eps, bias=bias, n_fracs=self.n_fracs)
-            index = range(n_sub) if self.n_fracs == 1 else [None] * n_sub  # FC: pre starts at I
-            self.connections = nn.ModuleList(
-                HyperConnection(d_model, n_streams, layer_index=i, **kw) for i in index
-            )
-            self.head = None
-        elif residual in ("mhc", "ihc"):  # one eps for all RMSNorms, as DeepSeek-V4's, Hy4's
-            kw = dict(constrained=residual == "mhc", independent=residual == "ihc", norm_eps=eps)
-            self.connections = nn.ModuleList(
-                HyperConnection(d_model, n_streams, **kw) for _ in range(n_sub)
-            )
-            head = collapse == "head"
-            self.head = HyperConnection(d_model, n_streams, head=True, **kw) if head else None
-        elif residual == "gated_streams":  # the connections hold the norms: norm, eps, bias
-            kw = dict(norm=norm, eps=eps, bias=bias, rank=gate_rank)
-            self.connections = nn.ModuleList(
-                GatedStreams(d_model, n_streams, **kw) for _ in range(n_sub)
-            )
-            mixer = collapse == "mixer"
-            self.head = GatedStreams(d_model, n_streams, head=True, **kw) if mixer else None
-            for layer in self.layers:  # Qwen4-Exp's layers have no input_layernorm
-                layer.attn.norm_in = layer.mlp.norm_in = None
-        elif residual == "attnres":  # one block per sublayer is Full AttnRes
-            self.block_size = 1 if block_size is None else check_size("block_size", block_size)
-            values = "raw" if depth_values is None else depth_values
-            self.connections = nn.ModuleList(
-                DepthAttention(d_model, eps, values) for _ in range(n_sub + 1)
-            )
-            if values == "normed":  # Inkling 2 has none: its RMSNorm would rescale the embedding
-                self.connections[0] = nn.Identity()
-        elif residual == "denseformer":
-            self.connections = nn.ModuleList(
-                DepthWeightedAverage(i + 2, d_model) for i in range(n_layers)
-            )
-        elif residual == "vp_gate":
-            t = 0.3 if gate_temperature is None else gate_temperature
-            e = 1e-3 if gate_eps is None else gate_eps
-            self.connections = nn.ModuleList(ResidualGate(d_model, t, e) for _ in range(n_sub))
+        self.n_fracs, self.collapse = n_fracs, collapse
+        if residual in CONNECTIONS:  # after the blocks and the final norm: the seed's order
+            CONNECTIONS[residual](
+                self, 2 * n_layers, norm=norm, eps=eps, bias=bias, block_size=block_size,
+                depth_values=depth_values, gate_temperature=gate_temperature,
+                gate_eps=gate_eps, gate_rank=gate_rank,
+            )  # fmt: skip
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.residual == "add":

@@ -215,7 +215,6 @@ CASES = [
 UNDER_REVISION = {
     "docs/reference/models.zh.md": "page under revision",
     "docs/reference/epsilon.zh.md": "page under revision",
-    "docs/streams/depth-attention.zh.md": "page under revision",
 }
 
 

@@ -57,7 +57,6 @@ NUMBER = re.compile(
 UNDER_REVISION = {
     "docs/reference/models.zh.md": "page under revision",
     "docs/reference/epsilon.zh.md": "page under revision",
-    "docs/streams/depth-attention.zh.md": "page under revision",
 }
 
 # (page, value as written by value_text) → why the number is in one language only.
