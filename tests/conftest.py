@@ -78,7 +78,8 @@ def mkdocs_build(
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     if cache is not None:
         env["RESNORM_CACHE_DIR"] = str(cache)
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
+    # A first build runs every notebook; on two busy cores that took more than 15 minutes.
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=1800)
 
 
 BILINGUAL = """site_name: t

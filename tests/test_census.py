@@ -290,6 +290,8 @@ FAMILY = {
     "BLOOM": "bloom",
     "Falcon": "falcon",
     "LLaMA": "llama",
+    "Llama 2": "llama",
+    "Llama 3.x": "llama",
     "Mistral 7B": "mistral",
     "Mixtral": "mixtral",
     "Phi-2": "phi",

@@ -42,8 +42,6 @@ def test_the_usage_table_is_read():
 # Pages whose variants are expected for now, each with its reason. Not strict, as they
 # change while being revised: remove an entry when its page is done.
 EXPECTED_VARIANTS = {
-    "docs/reference/models.zh.md": "page under revision",
-    "docs/reference/epsilon.zh.md": "page under revision",
 }
 VARIANT_CASES = [
     pytest.param(
