@@ -126,7 +126,9 @@ def english_pages() -> list[Path]:
 def provenance_notes(page: Path) -> list[str]:
     """The notes on how a source was read that a page leaves in its open text."""
     lang = "zh" if ".zh." in page.name else "en"
-    return PROVENANCE[lang].findall(prose(markdown_of(page)))
+    # A phrase in inline code is named, not used (the glossary's usage table lists them).
+    text = re.sub(r"`[^`\n]*`", " ", prose(markdown_of(page)))
+    return PROVENANCE[lang].findall(text)
 
 
 def main(argv: list[str]) -> int:

@@ -114,7 +114,10 @@ def test_a_list_names_those_rows_each_linked_to_its_code(data: dict, category: s
         assert [name for name, _ in links] == want
         for name, url in links:
             file = census_module.row(data, name)["file"]
-            assert url == f"https://github.com/huggingface/transformers/blob/v{version}/src/transformers/{file}"
+            assert (
+                url
+                == f"https://github.com/huggingface/transformers/blob/v{version}/src/transformers/{file}"
+            )
         assert text.count(sep) == len(want) - 1
 
 
@@ -201,7 +204,14 @@ def test_the_pages_fill_in_both_languages_with_the_same_keys(data: dict, source:
 # those they say are not in one: the census must agree, or the page is to be reread.
 NAMED = {
     "placement-around": ["gemma4", "muse_spark", "muse_glimmer", "afmoe"],
-    "placement-pre": ["glm_moe_dsa", "mistral_large4", "step3p7", "deepseek_v4", "hy_v4", "inkling2"],
+    "placement-pre": [
+        "glm_moe_dsa",
+        "mistral_large4",
+        "step3p7",
+        "deepseek_v4",
+        "hy_v4",
+        "inkling2",
+    ],
     "final-cap": ["inkling2", "mistral_large4", "muse_spark", "muse_glimmer", "gemma2"],
     "gate": ["qwen3_next", "qwen3_5", "inkling2", "hy_v4", "step3p7", "afmoe", "muse_spark"],
     "sinks-learned": ["gpt_oss", "deepseek_v4", "hy_v4"],

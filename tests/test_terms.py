@@ -41,8 +41,7 @@ def test_the_usage_table_is_read():
 
 # Pages whose variants are expected for now, each with its reason. Not strict, as they
 # change while being revised: remove an entry when its page is done.
-EXPECTED_VARIANTS = {
-}
+EXPECTED_VARIANTS = {}
 VARIANT_CASES = [
     pytest.param(
         page, id=_name(page),

@@ -212,8 +212,7 @@ CASES = [
 # Pages others are revising now: what the checks find there is expected, and listed when
 # the tests run (pytest -rx). Not strict, as they change while being revised: remove an
 # entry when its page is done.
-UNDER_REVISION = {
-}
+UNDER_REVISION = {}
 
 
 @pytest.mark.parametrize(

@@ -93,9 +93,10 @@ def value_text(value: float) -> str:
     return f"{value:.10g}"
 
 
-MONTHS = (
-    "January February March April May June July August September October November December"
-).split()
+MONTHS = [
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+]  # fmt: skip
 MONTH = re.compile(r"\b(" + "|".join(MONTHS) + r")\b")
 
 

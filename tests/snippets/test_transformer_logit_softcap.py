@@ -79,5 +79,6 @@ def test_the_formula_is_hugging_faces_final_logit_softcapping(dtype):
      ("30", TypeError), (True, TypeError)],
 )  # fmt: skip
 def test_a_cap_that_is_not_a_finite_number_above_zero_is_refused(bad, error):
-    with pytest.raises(error, match=r"GPTConfig\.logit_softcap must be None or a finite number > 0"):
+    want = r"GPTConfig\.logit_softcap must be None or a finite number > 0"
+    with pytest.raises(error, match=want):
         GPT(GPTConfig(logit_softcap=bad))
