@@ -27,3 +27,11 @@ def test_every_cited_paper_is_listed():
     listed = set(ARXIV_ID.findall(REFERENCES.read_text(encoding="utf-8")))
     missing = {i: sorted(pages) for i, pages in cited_ids().items() if i not in listed}
     assert not missing, f"cited but not on the references page: {missing}"
+
+
+def test_every_entry_has_an_id_of_its_own():
+    """Two entries with one anchor make invalid HTML, and a link to it finds the first only."""
+    for page in (REFERENCES, REFERENCES.with_name("references.zh.md")):
+        ids = re.findall(r'<a id="([^"]+)"', page.read_text(encoding="utf-8"))
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        assert ids and not twice, f"{page.name}: ids used twice: {twice}"
