@@ -68,16 +68,9 @@ from snippets.transformer import (
     sinkhorn_knopp,
 )
 from tests.checks import module_info
+from tests.snippets.hf_reference import hf_causal_mask, randomize, rope_identity
 
 D, H, FF = 16, 4, 48
-
-
-def _randomize(module: nn.Module, seed: int = 0) -> None:
-    """Non-trivial values everywhere (norm weights included), so a wrong wiring shows."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.3 + (1.0 if p.dim() == 1 else 0.0))
 
 
 # --- The sublayer connection ------------------------------------------------------
@@ -92,7 +85,7 @@ def test_residual_computes_its_formula(position, norm, device):
     beta = {"branch_scale": 0.6} if position == "normed_skip" else {}
     norm = None if position == "rezero" else norm  # ReZero has no norm and refuses one
     r = Residual(f, D, norm_position=position, norm=norm, alpha=alpha, **beta).to(device)
-    _randomize(r)
+    randomize(r)
     if position == "rezero":
         with torch.no_grad():
             r.alpha.fill_(0.3)
@@ -134,7 +127,7 @@ def test_norm_switch_builds_pytorch_layers():
 
 def test_dyt_formula(device):
     dyt = DyT(D).to(device)
-    _randomize(dyt)
+    randomize(dyt)
     x = torch.randn(3, D, device=device)
     torch.testing.assert_close(dyt(x), dyt.weight * torch.tanh(dyt.alpha * x) + dyt.bias)
     assert DyT(D).alpha.item() == 0.5
@@ -180,7 +173,7 @@ def test_block_equals_torch_encoder_layer(norm_first, activation, device):
     ref = nn.TransformerEncoderLayer(
         D, H, FF, dropout=0.1, activation=activation, batch_first=True, norm_first=norm_first
     )
-    _randomize(ref)
+    randomize(ref)
     ours = from_torch_encoder_layer(ref)
     ref, ours = ref.to(device).eval(), ours.to(device).eval()
     x = torch.randn(3, 7, D, device=device, requires_grad=True)
@@ -224,7 +217,7 @@ def test_stack_equals_torch_encoder(norm_first, device):
     layer = nn.TransformerEncoderLayer(D, H, FF, batch_first=True, norm_first=norm_first)
     final = nn.LayerNorm(D) if norm_first else None  # Pre-LN needs it, and must be given it
     ref = nn.TransformerEncoder(layer, num_layers=3, norm=final, enable_nested_tensor=False)
-    _randomize(ref)
+    randomize(ref)
     ours = _stack_from_torch(ref, "pre" if norm_first else "post")
     assert (ours.norm_f is not None) == needs_final_norm("pre" if norm_first else "post")
     ref, ours = ref.to(device).eval(), ours.to(device).eval()
@@ -615,7 +608,7 @@ def test_from_torch_copies_a_layer_without_biases(norm_first, device):
     ref = nn.TransformerEncoderLayer(
         D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first, bias=False
     )
-    _randomize(ref)
+    randomize(ref)
     ref = ref.to(device).eval()
     ours = from_torch_encoder_layer(ref).eval()
     names = [n for n, _ in ours.named_parameters()]
@@ -640,7 +633,7 @@ def test_bias_false_drops_the_shift_of_every_norm():
 def test_from_torch_keeps_the_dtype_and_device(dtype, device):
     torch.manual_seed(0)
     ref = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, dtype=dtype)
-    _randomize(ref)
+    randomize(ref)
     ref = ref.to(device).eval()
     ours = from_torch_encoder_layer(ref).eval()
     assert {(p.dtype, p.device.type) for p in ours.parameters()} == {(dtype, device.type)}
@@ -672,7 +665,7 @@ def test_from_torch_reads_every_activation_form(activation, name):
     ref = nn.TransformerEncoderLayer(
         D, H, FF, dropout=0.0, activation=activation, batch_first=True, dtype=torch.float64
     ).eval()
-    _randomize(ref)
+    randomize(ref)
     ours = from_torch_encoder_layer(ref).eval()
     assert name in ACTIVATIONS
     expected_act = {"relu": nn.ReLU(), "gelu": nn.GELU(), "gelu_tanh": nn.GELU(approximate="tanh")}
@@ -743,7 +736,7 @@ def test_from_torch_matches_pytorchs_own_module_samples():
             continue
         torch.manual_seed(0)
         ref = nn.TransformerEncoderLayer(*args, **kwargs).to(torch.float64).eval()
-        _randomize(ref)
+        randomize(ref)
         if ref.self_attn.batch_first:
             ours = from_torch_encoder_layer(ref)
         else:
@@ -856,7 +849,7 @@ def test_gpt_with_gelu_tanh_is_hugging_face_gpt2():
     assert config.activation_function == "gelu_new"  # GPT-2's tanh approximation of GELU
     torch.manual_seed(0)
     hf = transformers.GPT2LMHeadModel(config).double().eval()  # random init, no download
-    _randomize(hf)  # larger than the N(0, 0.02) init, so the GELU's argument spans its range
+    randomize(hf)  # larger than the N(0, 0.02) init, so the GELU's argument spans its range
     idx = torch.randint(0, 50, (3, 16))
     with torch.no_grad():
         expected = hf(idx).logits
@@ -931,7 +924,7 @@ def test_branch_placements_run_with_every_residual(residual, position):
 
 def test_residual_branch_is_residual_without_the_skip():
     r = Residual(nn.Linear(D, D), D, "sandwich")
-    _randomize(r)
+    randomize(r)
     x = torch.randn(2, 3, D)
     torch.testing.assert_close(r.branch(x), r.norm_branch(r.sublayer(r.norm_in(x))))
     torch.testing.assert_close(r(x), x + r.branch(x))
@@ -1053,7 +1046,7 @@ def test_mhc_equals_deepseek_v4_hyper_connection(dtype):
     reaches the test through the collapse: HF consumes it there)."""
     torch.manual_seed(0)
     theirs = hf_v4.DeepseekV4HyperConnection(_v4_config()).to(dtype)
-    _randomize(theirs)
+    randomize(theirs)
     ours = HyperConnection(D, 4, constrained=True).to(dtype)
     _copy_mhc(ours, theirs)
     h = torch.randn(3, 5, 4, D, dtype=dtype)
@@ -1070,7 +1063,7 @@ def test_mhc_equals_deepseek_v4_hyper_connection(dtype):
 def test_mhc_head_equals_deepseek_v4_hyper_head(dtype):
     torch.manual_seed(0)
     theirs = hf_v4.DeepseekV4HyperHead(_v4_config()).to(dtype)
-    _randomize(theirs)
+    randomize(theirs)
     ours = HyperConnection(D, 4, constrained=True, head=True).to(dtype)
     _copy_mhc(ours, theirs)
     h = torch.randn(3, 5, 4, D, dtype=dtype)
@@ -1107,8 +1100,8 @@ def _share_sublayers(layer: nn.Module, block: Block, i: int, attn_stub=_Stub, dt
     MLP (random Linear cores), and the block's two pre-sublayer norms the layer's weights
     (input_layernorm, post_attention_layernorm): only the wiring around them differs."""
     attn_core, mlp_core = nn.Linear(D, D, dtype=dtype), nn.Linear(D, D, dtype=dtype)
-    _randomize(attn_core, seed=10 + i)
-    _randomize(mlp_core, seed=20 + i)
+    randomize(attn_core, seed=10 + i)
+    randomize(mlp_core, seed=20 + i)
     layer.self_attn, layer.mlp = attn_stub(attn_core, returns_tuple=True), _Stub(mlp_core)
     block.attn.sublayer, block.mlp.sublayer = _Stub(attn_core), _Stub(mlp_core)
     with torch.no_grad():
@@ -1127,7 +1120,7 @@ def test_mhc_stack_equals_deepseek_v4_decoder_layers(dtype):
     head = hf_v4.DeepseekV4HyperHead(config).to(dtype)
     norm = hf_v4.DeepseekV4RMSNorm(D, eps=config.rms_norm_eps).to(dtype)
     for module in (*layers, head, norm):
-        _randomize(module)
+        randomize(module)
     ours = Stack(2, D, H, FF, residual="mhc", norm="rmsnorm", eps=config.rms_norm_eps)
     ours = ours.to(dtype).eval()
     with torch.no_grad():
@@ -1198,7 +1191,7 @@ def test_ihc_equals_hy4_hyper_connection(dtype, magnitude):
     the collapse to the streams' dtype once. Under a bfloat16 autocast too."""
     torch.manual_seed(0)
     theirs = hf_hy4.HYV4HyperConnection(_hy4_config(hc_magnitude=magnitude))
-    _randomize(theirs)
+    randomize(theirs)
     ours = HyperConnection(D, 4, independent=True, magnitude=magnitude)
     _copy_mhc(ours, theirs)
     h = torch.randn(3, 5, 4, D).to(dtype)
@@ -1215,7 +1208,7 @@ def test_ihc_equals_hy4_hyper_connection(dtype, magnitude):
 def test_ihc_head_equals_hy4_hyper_head(dtype):
     torch.manual_seed(0)
     theirs = hf_hy4.HYV4HyperHead(_hy4_config())
-    _randomize(theirs)
+    randomize(theirs)
     ours = HyperConnection(D, 4, independent=True, head=True)
     _copy_mhc(ours, theirs)
     h = torch.randn(3, 5, 4, D).to(dtype)
@@ -1244,7 +1237,7 @@ def test_ihc_stack_equals_hy4_decoder_layers():
     head = hf_hy4.HYV4HyperHead(config)
     norm = hf_hy4.HYV4RMSNorm(D, eps=config.rms_norm_eps)
     for module in (*layers, head, norm):
-        _randomize(module)
+        randomize(module)
     ours = Stack(2, D, H, FF, residual="ihc", norm="rmsnorm", eps=config.rms_norm_eps).eval()
     with torch.no_grad():
         for i, layer in enumerate(layers):
@@ -1272,7 +1265,7 @@ def test_mhc_equals_glm5_next_hyper_connection(dtype):
     torch.manual_seed(0)
     config = _glm5_config()
     theirs = hf_glm5.Glm5NextTextHyperConnection(config)
-    _randomize(theirs)
+    randomize(theirs)
     ours = HyperConnection(D, config.hc_mult, constrained=True, norm_eps=config.rms_norm_eps)
     _copy_mhc(ours, theirs)
     h = torch.randn(3, 5, 4, D).to(dtype)
@@ -1293,7 +1286,7 @@ def test_mean_collapse_equals_glm5_next_hyper_head(residual, dtype):
     torch.manual_seed(0)
     ours = Stack(2, D, H, FF, residual=residual, collapse="mean", norm="rmsnorm").to(dtype)
     assert ours.head is None
-    _randomize(ours)
+    randomize(ours)
     last = []
     ours.connections[-1].register_forward_hook(lambda m, args, out: last.append(out))
     x = torch.randn(2, 6, D).to(dtype)
@@ -1408,7 +1401,7 @@ def test_hc_computes_zhu_et_als_equations():
     dynamic_alpha_fn (d, 1 + n)."""
     torch.manual_seed(0)
     n, conn = 3, HyperConnection(D, 3, layer_index=4).double()
-    _randomize(conn)
+    randomize(conn)
     T = nn.Linear(D, D).double()
     h = torch.randn(2, 5, n, D, dtype=torch.float64)
     Hbar = F.layer_norm(h, (D,), conn.norm.weight, conn.norm.bias, conn.norm.eps)
@@ -1470,7 +1463,7 @@ def test_fc_equals_the_papers_pseudocode(m):
     with B scaling fraction k of T's output, and the dynamic weights of Eqs. 11-14."""
     torch.manual_seed(0)
     conn = HyperConnection(D, n_fracs=m).double()
-    _randomize(conn)
+    randomize(conn)
     T = nn.Linear(D, D).double()
     x = torch.randn(2, 5, D, dtype=torch.float64)
     got = conn(x.unflatten(-1, (m, D // m)), T).flatten(-2)
@@ -1500,7 +1493,7 @@ def test_hc_default_is_bit_identical_with_n_fracs_1():
     for kwargs in ({}, {"n_fracs": 1}):
         torch.manual_seed(0)
         stack = Stack(2, D, H, FF, residual="hc", **kwargs)
-        _randomize(stack.connections)
+        randomize(stack.connections)
         outputs.append((stack(x), {k: v.shape for k, v in stack.state_dict().items()}))
     assert torch.equal(outputs[0][0], outputs[1][0]) and outputs[0][1] == outputs[1][1]
     assert HyperConnection(D).n_streams == 4 and HyperConnection(D).static_alpha.shape == (4, 5)
@@ -1613,7 +1606,7 @@ def test_attnres_follows_the_papers_equations(block_size):
     torch.manual_seed(0)
     stack = Stack(4, D, H, FF, residual="attnres", block_size=block_size, norm="rmsnorm", eps=1e-6)
     stack = stack.double()
-    _randomize(stack)  # the pseudo-queries too: away from their zero init
+    randomize(stack)  # the pseudo-queries too: away from their zero init
     x = torch.randn(2, 5, D, dtype=torch.float64)
     S = 1 if block_size is None else block_size
     expected = _attnres_by_the_equations(stack, x, S)
@@ -1770,7 +1763,7 @@ def test_depth_attention_equals_kimi_k3_attention_residual(n_sources, dtype):
     bfloat16 the weights stay float32 on both sides, as KimiK3PreTrainedModel's
     _keep_in_fp32_modules_strict = ["pseudo_queries", "attn_residual_norm"] keeps them."""
     theirs = _kimi_k3().KimiK3AttentionResidual(_k3_config(1, 1))
-    _randomize(theirs)
+    randomize(theirs)
     ours = DepthAttention(D, eps=K3_EPS)
     _copy_k3_residual(ours, theirs)
     g = torch.Generator().manual_seed(1)
@@ -1789,13 +1782,13 @@ def test_depth_attention_computes_in_float32_at_least():
     torch.manual_seed(0)
     for dtype in (torch.float32, torch.float64):
         depth = DepthAttention(D, eps=K3_EPS).to(dtype)
-        _randomize(depth)
+        randomize(depth)
         sources = [torch.randn(2, 5, D, dtype=dtype) for _ in range(3)]
         v = torch.stack(sources)
         alpha = (depth.norm(v) @ depth.query).softmax(dim=0)
         assert torch.equal(depth(sources), (alpha.unsqueeze(-1) * v).sum(dim=0))
     depth = DepthAttention(D, eps=K3_EPS)
-    _randomize(depth)
+    randomize(depth)
     sources = [torch.randn(2, 5, D).to(torch.bfloat16) for _ in range(3)]
     exact = depth([s.float() for s in sources])
     assert torch.equal(depth(sources), exact.to(torch.bfloat16))
@@ -1825,7 +1818,7 @@ def test_attnres_stack_equals_kimi_k3_decoder_layers(attn_res_block_size, dtype)
     ]
     final_residual, final_norm = k3.KimiK3AttentionResidual(config), k3.KimiK3RMSNorm(D, K3_EPS)
     for seed, module in enumerate((*layers, final_residual, final_norm)):
-        _randomize(module, seed)
+        randomize(module, seed)
     ours = Stack(
         n_layers, D, H, FF, residual="attnres", block_size=2 * attn_res_block_size,
         norm="rmsnorm", eps=K3_EPS,
@@ -1919,7 +1912,7 @@ def test_derf_formula_and_gradient(device):
     """Derf(x) = γ erf(αx + s) + β, and d/dx = γ α (2/√π) exp(-(αx + s)²): the derivative of
     erf. gradcheck compares autograd with finite differences in float64 for every input."""
     derf = Derf(D).double().to(device)
-    _randomize(derf)
+    randomize(derf)
     x = torch.randn(3, 5, D, dtype=torch.float64, device=device, requires_grad=True)
     a, s, g, b = derf.alpha, derf.shift, derf.weight, derf.bias
     z = a * x + s
@@ -1997,7 +1990,7 @@ def test_qk_norm_computes_its_formula(qk_norm, softcap, device):
     if qk_norm == "l2":
         kwargs["qk_scale"] = math.log2(16**2 - 16)  # QKNorm's init for a length of 16
     attn = MultiHeadAttention(D, H, causal=True, **kwargs).double().to(device)
-    _randomize(attn)
+    randomize(attn)
     x = torch.randn(2, 6, D, dtype=torch.float64, device=device)
     expected = _attention_by_formula(attn, x)
     torch.testing.assert_close(attn(x), expected, atol=1e-12, rtol=1e-12)
@@ -2015,7 +2008,7 @@ def test_l2_qk_norm_is_qknorm():
     attn = MultiHeadAttention(D, H, qk_norm="l2", qk_scale=math.log2(50**2 - 50)).double()
     assert attn.qk_scale.shape == ()  # one scalar, as ScaleUp's torch.tensor(scale)
     assert attn.qk_scale.item() == pytest.approx(math.log2(2450), rel=1e-7)  # float32 at init
-    _randomize(attn)
+    randomize(attn)
     x = 1e3 * torch.randn(2, 5, D, dtype=torch.float64)  # large q and k: plain logits would be huge
     logits = []
     attn.attn_dropout.register_forward_hook(lambda m, i, o: logits.append(i[0].log()))
@@ -2035,7 +2028,7 @@ def test_softcap_bounds_the_logits():
     """c tanh(s / c): about s for |s| ≪ c, never beyond c (Gemma 2's attn_logit_softcapping)."""
     torch.manual_seed(0)
     capped = MultiHeadAttention(D, H, softcap=2.0).double()
-    _randomize(capped)
+    randomize(capped)
     x = 10 * torch.randn(2, 5, D, dtype=torch.float64)
     probs = []
     capped.attn_dropout.register_forward_hook(lambda m, i, o: probs.append(i[0]))
@@ -2072,7 +2065,7 @@ def test_weightless_head_norm_commutes_with_rope():
     for a, b in zip(after, before, strict=True):
         torch.testing.assert_close(a, b, atol=1e-7, rtol=1e-7)  # Llama4's RoPE runs in float32
     weighted = MultiHeadAttention(D, H, qk_norm="head", eps=1e-5).double()
-    _randomize(weighted)
+    randomize(weighted)
     n = weighted.q_norm
     assert (rope(n(q), n(k))[0] - n(rope(q, k)[0])).abs().max() > 0.1
 
@@ -2082,7 +2075,7 @@ def test_one_plus_rmsnorm_is_rmsnorm_with_weight_plus_one():
     at init (w = 0), and the same gradient in w as RMSNorm's in its weight."""
     norm = OnePlusRMSNorm(D, eps=1e-6).double()
     assert torch.equal(norm.weight, torch.zeros(D, dtype=torch.float64))
-    _randomize(norm)
+    randomize(norm)
     plain = nn.RMSNorm(D, eps=1e-6).double()
     with torch.no_grad():
         plain.weight.copy_(1 + norm.weight)
@@ -2107,17 +2100,6 @@ def test_one_plus_rmsnorm_is_rmsnorm_with_weight_plus_one():
 # additions run in another order. Hence one tolerance for both.
 HF_ATTN_TOL = 1e-5
 BF16_TOL = 2e-2  # bfloat16 keeps 8 bits: 2^-8 ≈ 4e-3 per rounding, a few roundings deep
-
-
-def _rope_identity(x: torch.Tensor, dim: int):
-    B, T, _ = x.shape
-    ones = torch.ones(B, T, dim, dtype=x.dtype, device=x.device)
-    return ones, torch.zeros_like(ones)
-
-
-def _hf_causal_mask(x: torch.Tensor) -> torch.Tensor:
-    T = x.shape[1]
-    return torch.full((T, T), float("-inf"), dtype=x.dtype, device=x.device).triu(1)[None, None]
 
 
 def _hf_attention_kwargs(**extra) -> dict:
@@ -2145,7 +2127,7 @@ def _assert_same_attention(ours, theirs, x, rope_dim=D // H):
     x = x.detach().clone().requires_grad_()
     y = ours(x)
     y_theirs = theirs(
-        x_theirs, position_embeddings=_rope_identity(x, rope_dim), attention_mask=_hf_causal_mask(x)
+        x_theirs, position_embeddings=rope_identity(x, rope_dim), attention_mask=hf_causal_mask(x)
     )
     y_theirs = y_theirs[0] if isinstance(y_theirs, tuple) else y_theirs  # attention: (out, weights)
     torch.testing.assert_close(y, y_theirs, atol=HF_ATTN_TOL, rtol=HF_ATTN_TOL)
@@ -2185,7 +2167,7 @@ def test_qk_norm_equals_hugging_face(qk_norm, dtype, device):
     theirs = attention(config_class(**_hf_attention_kwargs(**extra)), 0)
     if qk_norm == "head_1p":
         assert isinstance(theirs.q_norm, hf_gemma3.Gemma3RMSNorm) and not theirs.q_norm.weight.any()
-    _randomize(theirs)
+    randomize(theirs)
     theirs = theirs.to(device=device, dtype=dtype).eval()
     ours = MultiHeadAttention(D, H, causal=True, bias=False, qk_norm=qk_norm, eps=1e-6)
     ours = ours.to(device=device, dtype=dtype)
@@ -2208,7 +2190,7 @@ def test_softcap_equals_gemma2_attention(dtype, device):
         transformers.Gemma2Config(**_hf_attention_kwargs(**extra, layer_types=["full_attention"])),
         0,
     )
-    _randomize(theirs)
+    randomize(theirs)
     theirs = theirs.to(device=device, dtype=dtype).eval()
     ours = MultiHeadAttention(D, H, causal=True, bias=False, softcap=2.0).to(
         device=device, dtype=dtype
@@ -2243,7 +2225,7 @@ def _gated_attention_by_formula(attn: MultiHeadAttention, x: torch.Tensor) -> to
 def test_output_gate_computes_its_formula(output_gate, device):
     torch.manual_seed(0)
     attn = MultiHeadAttention(D, H, causal=True, output_gate=output_gate).to(device)
-    _randomize(attn)
+    randomize(attn)
     n_gates = D if output_gate == "elementwise" else H
     assert tuple(attn.gate.weight.shape) == (n_gates, D)
     x = torch.randn(2, 7, D, device=device)
@@ -2259,7 +2241,7 @@ def test_headwise_gate_is_an_elementwise_gate_constant_over_each_head():
     head_size times: the two forms differ only in how many values the gate has."""
     torch.manual_seed(0)
     headwise = MultiHeadAttention(D, H, causal=True, output_gate="headwise")
-    _randomize(headwise)
+    randomize(headwise)
     elementwise = MultiHeadAttention(D, H, causal=True, output_gate="elementwise")
     state = headwise.state_dict()
     state["gate.weight"] = state["gate.weight"].repeat_interleave(D // H, dim=0)
@@ -2344,7 +2326,7 @@ def test_output_gate_equals_qwen3_next_attention(model, dtype, device):
     theirs = attention(config, 0)
     assert not theirs.q_norm.weight.any()  # (1 + w), w zero at init
     assert tuple(theirs.q_proj.weight.shape) == (2 * D, D)
-    _randomize(theirs)
+    randomize(theirs)
     theirs = theirs.to(device=device, dtype=dtype).eval()
     ours = MultiHeadAttention(
         D, H, causal=True, bias=False, qk_norm="head_1p", eps=1e-6, output_gate="elementwise"
@@ -2357,7 +2339,7 @@ def test_output_gate_equals_qwen3_next_attention(model, dtype, device):
     with torch.no_grad():
         y = ours(x)
         y_theirs = theirs(
-            x, position_embeddings=_rope_identity(x, D // H), attention_mask=_hf_causal_mask(x)
+            x, position_embeddings=rope_identity(x, D // H), attention_mask=hf_causal_mask(x)
         )[0]
     torch.testing.assert_close(y, y_theirs, atol=BF16_TOL, rtol=BF16_TOL)
 
@@ -2372,7 +2354,7 @@ def test_parallel_block_computes_its_formula(parallel, norm, device):
     MLP(N2(x)). The one-norm block has one norm's parameters fewer than the sequential one."""
     torch.manual_seed(0)
     block = Block(D, H, FF, causal=True, norm=norm, parallel=parallel).double().to(device)
-    _randomize(block)
+    randomize(block)
     x = torch.randn(2, 5, D, dtype=torch.float64, device=device)
     n1, n2 = block.attn.norm_in, block.mlp.norm_in
     attn, mlp = block.attn.sublayer, block.mlp.sublayer
@@ -2401,7 +2383,7 @@ def test_cohere_layer_norm_has_no_bias():
     weight; it centres and scales as LayerNorm: nn.LayerNorm(bias=False) is the same."""
     theirs = hf_cohere.CohereLayerNorm(D, eps=1e-5).double()
     assert [n for n, _ in theirs.named_parameters()] == ["weight"]
-    _randomize(theirs)
+    randomize(theirs)
     ours = make_norm("layernorm", D, eps=1e-5, bias=False).double()
     ours.load_state_dict(theirs.state_dict())
     x = torch.randn(3, D, dtype=torch.float64)
@@ -2413,7 +2395,7 @@ def _assert_same_layer(ours: Block, theirs: nn.Module, x: torch.Tensor, rope_dim
     x = x.detach().clone().requires_grad_()
     y = ours(x)
     y_theirs = theirs(
-        x_theirs, attention_mask=_hf_causal_mask(x), position_embeddings=_rope_identity(x, rope_dim)
+        x_theirs, attention_mask=hf_causal_mask(x), position_embeddings=rope_identity(x, rope_dim)
     )
     torch.testing.assert_close(y, y_theirs, atol=HF_ATTN_TOL, rtol=HF_ATTN_TOL)
     g = torch.randn_like(y)
@@ -2436,7 +2418,7 @@ def test_parallel_one_norm_equals_cohere_decoder_layer(dtype, device):
     config = transformers.CohereConfig(**_hf_attention_kwargs(intermediate_size=FF))
     assert (config.use_qk_norm, config.layer_norm_eps) == (False, 1e-5)
     theirs = hf_cohere.CohereDecoderLayer(config, 0)
-    _randomize(theirs)
+    randomize(theirs)
     theirs = theirs.to(device=device, dtype=dtype).eval()
     ours = Block(D, H, FF, causal=True, bias=False, parallel="one_norm", eps=config.layer_norm_eps)
     ours = ours.to(device=device, dtype=dtype).eval()
@@ -2465,7 +2447,7 @@ def test_parallel_two_norms_equals_gpt_neox_layer(use_parallel_residual, dtype, 
     )  # fmt: skip
     assert (config.hidden_act, config.layer_norm_eps, config.hidden_dropout) == ("gelu", 1e-5, 0)
     theirs = hf_neox.GPTNeoXLayer(config, 0)
-    _randomize(theirs)
+    randomize(theirs)
     theirs = theirs.to(device=device, dtype=dtype).eval()
     parallel = "two_norms" if use_parallel_residual else None
     ours = Block(D, H, FF, causal=True, parallel=parallel).to(device=device, dtype=dtype).eval()
@@ -2580,7 +2562,7 @@ def test_stack_eps_reaches_the_mhc_norm_as_deepseek_v4s_one_rms_norm_eps():
     config = _v4_config()
     config.rms_norm_eps = 1e-5
     theirs = hf_v4.DeepseekV4HyperConnection(config).double()
-    _randomize(theirs)
+    randomize(theirs)
     ours = Stack(1, D, H, FF, residual="mhc", norm="rmsnorm", eps=1e-5).double()
     _copy_mhc(ours.connections[0], theirs)
     h = 1e-3 * torch.randn(3, 5, 4, D, dtype=torch.float64)
@@ -2840,7 +2822,7 @@ def test_a_float_alpha_equals_a_scalar_and_a_per_feature_tensor(position, device
     for name, alpha in forms.items():
         torch.manual_seed(0)
         r = Residual(nn.Linear(D, D), D, position, norm="rmsnorm", alpha=alpha).to(device)
-        _randomize(r.sublayer)
+        randomize(r.sublayer)
         if isinstance(alpha, torch.Tensor):  # a parameter in the module's dtype, as Admin's omega
             assert isinstance(r.alpha, nn.Parameter) and r.alpha.dtype == torch.float32
             assert r.alpha.shape == alpha.shape
@@ -2999,7 +2981,7 @@ def test_placements_before_normed_skip_are_unchanged_bit_for_bit(position):
     torch.manual_seed(0)
     alpha = 1.7 if position == "deepnorm" else 1.0
     r = Residual(nn.Linear(D, D), D, position, alpha=alpha, dropout=0.1).train()
-    _randomize(r)
+    randomize(r)
     x = torch.randn(2, 5, D)
     torch.manual_seed(1)
     y = r(x)
@@ -3040,7 +3022,7 @@ def test_v_norm_and_scale_compute_their_formula(v_norm, scale, device):
         D, H, causal=True, qk_norm="head", eps=1e-6, v_norm=v_norm, scale=scale
     )
     attn = attn.double().to(device)
-    _randomize(attn)
+    randomize(attn)
     x = torch.randn(2, 6, D, dtype=torch.float64, device=device)
     torch.testing.assert_close(attn(x), _attention_with_sdpa(attn, x), atol=1e-12, rtol=1e-12)
     n_params = sum(p.numel() for p in attn.parameters())
@@ -3094,7 +3076,7 @@ def test_normed_skip_computes_its_formula(alpha, device):
     torch.manual_seed(0)
     f = nn.Linear(D, D)
     r = Residual(f, D, "normed_skip", norm="rmsnorm", alpha=alpha, branch_scale=0.7).to(device)
-    _randomize(r)
+    randomize(r)
     x = torch.randn(2, 3, D, device=device)
     n = r.norm_in(x)
     a = r.alpha if isinstance(alpha, torch.Tensor) else alpha
@@ -3203,7 +3185,7 @@ def test_gemma4_rmsnorm_is_torch_rmsnorm(dtype):
     bit for bit here. Its with_scale=False form, the v_norm, is nn.RMSNorm without a weight."""
     theirs = hf_gemma4.Gemma4RMSNorm(D, eps=1e-6)
     assert torch.equal(theirs.weight, torch.ones(D))  # w, not 1 + w: ones at init
-    _randomize(theirs)
+    randomize(theirs)
     ours = make_norm("rmsnorm", D, eps=1e-6)
     ours.load_state_dict(theirs.state_dict())
     ours, theirs = ours.to(dtype), theirs.to(dtype)
@@ -3239,7 +3221,7 @@ def test_v_norm_and_scale_equal_gemma4_attention(dtype):
     torch.manual_seed(0)
     theirs = hf_gemma4.Gemma4TextAttention(_gemma4_config(), 0)
     assert theirs.scaling == 1.0 and not list(theirs.v_norm.parameters())
-    _randomize(theirs)
+    randomize(theirs)
     theirs = theirs.to(dtype).eval()
     ours = MultiHeadAttention(
         D, H, causal=True, bias=False, qk_norm="head", eps=1e-6, v_norm=True, scale=1.0
@@ -3248,7 +3230,7 @@ def test_v_norm_and_scale_equal_gemma4_attention(dtype):
     x = torch.randn(2, 6, D, dtype=dtype)
     y = ours(x)
     y_theirs, _ = theirs(
-        x, position_embeddings=_rope_identity(x, D // H), attention_mask=_hf_causal_mask(x),
+        x, position_embeddings=rope_identity(x, D // H), attention_mask=hf_causal_mask(x),
         shared_kv_states={},
     )  # fmt: skip
     torch.testing.assert_close(y, y_theirs, **LAYER_TOL[dtype])
@@ -3273,7 +3255,7 @@ def test_block_equals_gemma4_decoder_layer(dtype):
     theirs = hf_gemma4.Gemma4TextDecoderLayer(config, 0)
     assert dict(theirs.named_buffers())["layer_scalar"].tolist() == [1.0]
     assert "layer_scalar" not in dict(theirs.named_parameters())
-    _randomize(theirs)
+    randomize(theirs)
     with torch.no_grad():
         theirs.layer_scalar.fill_(0.37)
     theirs = theirs.to(dtype).eval()
@@ -3298,8 +3280,8 @@ def test_block_equals_gemma4_decoder_layer(dtype):
         # into the dict it is given; the model passes one, so the test does too.
         y_theirs = theirs(
             x,
-            attention_mask=_hf_causal_mask(x),
-            position_embeddings=_rope_identity(x, D // H),
+            attention_mask=hf_causal_mask(x),
+            position_embeddings=rope_identity(x, D // H),
             shared_kv_states={},
         )
         torch.testing.assert_close(ours(x), y_theirs, **LAYER_TOL[dtype])
@@ -3345,7 +3327,7 @@ def test_normed_skip_equals_minimax_decoder_layers(beta, dtype):
     norm = hf_minimax.MiniMaxRMSNorm(D, eps=config.rms_norm_eps)
     assert isinstance(theirs[1].self_attn, hf_minimax.MiniMaxLightningAttention)
     for module in (*theirs, norm):
-        _randomize(module)
+        randomize(module)
     ours = Stack(
         2, D, H, FF, norm_position="normed_skip", norm="rmsnorm", eps=config.rms_norm_eps,
         alpha=M1_ALPHA, branch_scale=beta, causal=True, bias=False,
@@ -3353,7 +3335,7 @@ def test_normed_skip_equals_minimax_decoder_layers(beta, dtype):
     assert ours.norm_f is not None  # MiniMaxModel ends with self.norm
     cores = [nn.Linear(D, D) for _ in range(3)]
     for i, core in enumerate(cores):
-        _randomize(core, seed=10 + i)
+        randomize(core, seed=10 + i)
     _copy_hf_attention(ours.layers[0].attn.sublayer, theirs[0].self_attn)
     theirs[1].self_attn = _KeywordStub(cores[0], returns_tuple=True)
     ours.layers[1].attn.sublayer = _Stub(cores[0])
@@ -3366,7 +3348,7 @@ def test_normed_skip_equals_minimax_decoder_layers(beta, dtype):
     ours = ours.to(dtype).eval()
     theirs, norm = [layer.to(dtype).eval() for layer in theirs], norm.to(dtype)
     x = torch.randn(2, 6, D, dtype=dtype)
-    kw = dict(attention_mask=_hf_causal_mask(x), position_embeddings=_rope_identity(x, D // H))
+    kw = dict(attention_mask=hf_causal_mask(x), position_embeddings=rope_identity(x, D // H))
     with torch.no_grad():
         h = x
         for layer in theirs:
@@ -3424,7 +3406,7 @@ def _muse_norm_pairs(eps=1e-5):
         (make_norm("rmsnorm_noweight", MD, eps), m.MuseSparkRMSNorm(eps=eps, with_scale=False)),
     ]
     for i, (ours, theirs) in enumerate(pairs):
-        _randomize(theirs, seed=i)
+        randomize(theirs, seed=i)
         with torch.no_grad():
             for p in theirs.parameters():
                 p.sub_(1.0)  # w of 1 + w around 0, where training keeps it
@@ -3466,7 +3448,7 @@ def test_muse_norms_in_bfloat16():
 def test_rmsnorm_1p_input_scales_before_the_norm():
     """RMSNorm(x * (1 + w)): the output's RMS is 1 whatever w is, up to eps."""
     norm = make_norm("rmsnorm_1p_input", MD, 1e-8).double()
-    _randomize(norm)
+    randomize(norm)
     x = torch.randn(4, 3, MD, dtype=torch.float64)
     s = x * (1 + norm.weight)
     expected = s / s.pow(2).mean(-1, keepdim=True).add(1e-8).sqrt()
@@ -3523,7 +3505,7 @@ def _muse_layer_pair(config):
     their order."""
     torch.manual_seed(0)
     theirs = hf_muse.MuseSparkTextDecoderLayer(config, 0)
-    _randomize(theirs)
+    randomize(theirs)
     with torch.no_grad():
         for name, p in theirs.named_parameters():
             if name.endswith(("layernorm.weight", "residual_gate.gate")):
@@ -3563,7 +3545,7 @@ def _muse_outputs(ours, theirs, dtype, seed=0):
         gate.float()  # as Muse loads them: _keep_in_fp32_modules_strict
     x = torch.randn(2, 7, MD, generator=torch.Generator().manual_seed(seed)).to(dtype)
     with torch.no_grad():
-        return ours(x), theirs(x, position_embeddings=None, attention_mask=_hf_causal_mask(x))
+        return ours(x), theirs(x, position_embeddings=None, attention_mask=hf_causal_mask(x))
 
 
 def test_muse_layer_equals_hugging_face_bit_for_bit_with_a_unit_q_factor():

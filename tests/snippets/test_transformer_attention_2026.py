@@ -15,6 +15,7 @@ from transformers.models.gemma4 import modeling_gemma4 as hf_gemma4
 from transformers.models.inkling2 import modeling_inkling2 as hf_inkling2
 
 from snippets.transformer import QK_CLIPS, QK_NORMS, L2Clip, MultiHeadAttention
+from tests.snippets.hf_reference import hf_causal_mask, randomize, rope_identity
 
 D, H = 16, 4
 HS = D // H
@@ -24,24 +25,6 @@ TAU = 2.0  # within the spread of these toy heads' lengths, so the clip acts on 
 # Measured on CPU over 10 inputs: Inkling 2's layers differ by at most 2^-6 on outputs up to 4
 # in size; Gemma 4's k = v layer gave the same bits every time.
 BF16_TOL = dict(atol=2**-5, rtol=2**-5)
-
-
-def _randomize(module: nn.Module, seed: int = 0) -> None:
-    """Non-trivial values everywhere (norm weights and scales included), so a wrong wiring shows."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.3 + (1.0 if p.dim() == 1 else 0.0))
-
-
-def _hf_causal_mask(x: torch.Tensor) -> torch.Tensor:
-    T = x.shape[1]
-    return torch.full((T, T), float("-inf"), dtype=x.dtype).triu(1)[None, None]
-
-
-def _rope_identity(x: torch.Tensor, dim: int):
-    ones = torch.ones(*x.shape[:2], dim, dtype=x.dtype)
-    return ones, torch.zeros_like(ones)
 
 
 # --- The clip module -------------------------------------------------------------------------
@@ -76,7 +59,7 @@ def test_l2_clip_equals_inkling2_clips(dtype):
     g = torch.Generator().manual_seed(0)
     x = (3 * torch.randn(2, 6, H, HS, generator=g)).to(dtype)
     theirs_q = hf_inkling2.Inkling2ScaledL2Clip(H, HS, TAU)
-    _randomize(theirs_q)
+    randomize(theirs_q)
     ours_q = L2Clip(TAU, (H, HS))
     ours_q.load_state_dict({"weight": theirs_q.scale.detach()})
     torch.testing.assert_close(ours_q(x), theirs_q(x), rtol=0, atol=0)
@@ -138,7 +121,7 @@ def _inkling2_pair(layer: int, dtype):
     torch.manual_seed(0)
     theirs = cls(config, layer)
     assert theirs.scaling == HS**-0.5
-    _randomize(theirs)
+    randomize(theirs)
     with torch.no_grad():
         theirs.relative_position_bias.proj.zero_()
     theirs.k_proj.sconv = theirs.v_proj.sconv = _Identity()
@@ -161,7 +144,7 @@ def _inkling2_pair(layer: int, dtype):
 def _inkling2_output(theirs, x):
     T = x.shape[1]
     kwargs = dict(
-        attention_mask=_hf_causal_mask(x),
+        attention_mask=hf_causal_mask(x),
         relative_distance=torch.arange(T)[:, None] - torch.arange(T)[None, :],
         position_ids=torch.arange(T).expand(x.shape[0], T),
     )
@@ -235,7 +218,7 @@ def test_k_eq_v_equals_gemma4_attention(dtype):
     torch.manual_seed(0)
     theirs = hf_gemma4.Gemma4TextAttention(_gemma4_k_eq_v_config(), 0)
     assert theirs.use_alternative_attention and theirs.v_proj is None
-    _randomize(theirs)
+    randomize(theirs)
     theirs = theirs.to(dtype).eval()
     ours = MultiHeadAttention(
         D, H, causal=True, bias=False, qk_norm="head", eps=1e-6, v_norm=True, scale=1.0,
@@ -250,7 +233,7 @@ def test_k_eq_v_equals_gemma4_attention(dtype):
     with torch.no_grad():
         y = ours(x)
         y_theirs, _ = theirs(
-            x, position_embeddings=_rope_identity(x, HS), attention_mask=_hf_causal_mask(x),
+            x, position_embeddings=rope_identity(x, HS), attention_mask=hf_causal_mask(x),
             shared_kv_states={},
         )  # fmt: skip
     if dtype == torch.float32:

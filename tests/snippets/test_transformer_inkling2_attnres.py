@@ -14,6 +14,7 @@ from torch import nn
 from transformers.models.inkling2 import modeling_inkling2 as hf
 
 from snippets.transformer import DEPTH_VALUES, DepthAttention, Stack
+from tests.snippets.hf_reference import randomize
 
 D, H, FF = 16, 4, 48
 EPS = 1e-6  # Inkling2UnweightedRMSNorm's default, and the config's rms_norm_eps
@@ -21,15 +22,6 @@ EPS = 1e-6  # Inkling2UnweightedRMSNorm's default, and the config's rms_norm_eps
 # rounds once at its end, the handbook rounds every sum and every depth attention's output;
 # measured worst case here 1.6e-2 (7 layers), so 2^-5 leaves a margin of 2.
 BF16_TOL = 2**-5
-
-
-def _randomize(module: nn.Module, seed: int = 0) -> None:
-    """Non-trivial values everywhere (norm weights and pseudo-queries included), so a wrong
-    wiring shows: the queries start at zero, where every source weighs the same."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.3 + (1.0 if p.dim() == 1 else 0.0))
 
 
 def _config(n_layers: int, n_layers_per_attn_res_block: int, full: bool = False):
@@ -55,7 +47,7 @@ class _Core(nn.Module):
     def __init__(self, seed: int):
         super().__init__()
         self.linear = nn.Linear(D, D)
-        _randomize(self.linear, seed)
+        randomize(self.linear, seed)
 
     def forward(self, x=None, hidden_states=None, **kwargs):
         if hidden_states is None:  # the MoE's call, mlp(x), and the handbook's
@@ -84,7 +76,7 @@ def _pair(n_layers: int, n_layers_per_attn_res_block: int, dtype: torch.dtype):
     the convolutions) stay float32 on both sides, as in a loaded checkpoint."""
     torch.manual_seed(0)
     model = hf.Inkling2TextModel(_config(n_layers, n_layers_per_attn_res_block)).eval()
-    _randomize(model)
+    randomize(model)
     ours = Stack(
         n_layers, D, H, FF, residual="attnres", block_size=2 * n_layers_per_attn_res_block,
         depth_values="normed", norm="rmsnorm", eps=EPS,
@@ -142,7 +134,7 @@ def test_depth_attention_equals_inkling2_block_attention_residual(n_sources, dty
     scaled by d^-1/2, all in float32. Inkling 2 returns float32; the handbook rounds that once
     to the sources' dtype."""
     theirs = hf.Inkling2BlockAttentionResidual(_config(1, 1))
-    _randomize(theirs)
+    randomize(theirs)
     ours = DepthAttention(D, eps=EPS, values="normed")
     with torch.no_grad():
         ours.query.copy_(theirs.query)
@@ -167,7 +159,7 @@ def test_multiway_depth_attention_is_three_depth_attentions():
     config = _config(2, 1, full=True)
     layer = hf.Inkling2FullDecoderLayer(config, 1)
     assert layer.attention_input.query.shape == (3, D) and layer.mlp_input.query.shape == (D,)
-    _randomize(layer.attention_input)
+    randomize(layer.attention_input)
     g = torch.Generator().manual_seed(2)
     sources = [(i + 1) * torch.randn(2, 5, D, generator=g) for i in range(4)]
     with torch.no_grad():

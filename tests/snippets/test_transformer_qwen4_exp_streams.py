@@ -25,6 +25,7 @@ from snippets.transformer import (
     OnePlusRMSNorm,
     Stack,
 )
+from tests.snippets.hf_reference import randomize
 
 D, H, FF, N, RANK = 16, 4, 48, 4, 8
 
@@ -33,14 +34,6 @@ D, H, FF, N, RANK = 16, 4, 48, 4, 8
 # tolerance is 0 for both.
 TOL = {torch.float32: 0.0, torch.bfloat16: 0.0}
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-
-
-def _randomize(module: nn.Module, seed: int = 0) -> None:
-    """Non-trivial values everywhere (norm weights included), so a wrong wiring shows."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.3 + (1.0 if p.dim() == 1 else 0.0))
 
 
 def _config(**overrides) -> hf_config.Qwen4ExpTextConfig:
@@ -89,15 +82,15 @@ def _pair(dtype: torch.dtype):
     torch.manual_seed(0)
     config = _config()
     theirs = hf_qwen4.Qwen4ExpTextModel(config).eval()
-    _randomize(theirs)
+    randomize(theirs)
     ours = Stack(
         2, D, H, FF, residual="gated_streams", n_streams=N, gate_rank=RANK, norm="rmsnorm_1p",
         eps=config.rms_norm_eps,
     ).eval()  # fmt: skip
     for i, layer in enumerate(theirs.layers):
         attn_core, mlp_core = nn.Linear(D, D), nn.Linear(D, D)
-        _randomize(attn_core, seed=10 + i)
-        _randomize(mlp_core, seed=20 + i)
+        randomize(attn_core, seed=10 + i)
+        randomize(mlp_core, seed=20 + i)
         if layer.layer_type == "linear_attention":
             layer.linear_attn = _Stub(attn_core)
         else:
@@ -133,7 +126,7 @@ def test_gated_streams_equal_qwen4_exp_gated_residual(head, dtype):
     equal Qwen4ExpTextGatedResidual's; with head=True, the final mixer (use_combine=False)."""
     torch.manual_seed(0)
     theirs = hf_qwen4.Qwen4ExpTextGatedResidual(_config(), use_combine=not head)
-    _randomize(theirs, seed=3)
+    randomize(theirs, seed=3)
     ours = GatedStreams(D, N, rank=RANK, head=head)
     _copy_connection(ours, theirs)
     theirs, ours = theirs.to(dtype), ours.to(dtype)
@@ -178,7 +171,7 @@ def test_streams_never_mix():
     reaches the others only through F's input, never through the connection itself."""
     torch.manual_seed(0)
     conn = GatedStreams(D, N, rank=RANK)
-    _randomize(conn, seed=5)
+    randomize(conn, seed=5)
     h = torch.randn(2, 3, N, D)
     assert torch.equal(conn(h, torch.zeros_like), h)
     h2 = h.clone()
