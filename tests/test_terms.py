@@ -39,21 +39,7 @@ def test_the_usage_table_is_read():
     assert len(PAGES) >= 29
 
 
-# Pages whose variants are expected for now, each with its reason. Not strict, as they
-# change while being revised: remove an entry when its page is done.
-EXPECTED_VARIANTS = {}
-VARIANT_CASES = [
-    pytest.param(
-        page, id=_name(page),
-        marks=[pytest.mark.xfail(strict=False, reason=EXPECTED_VARIANTS[_name(page)])]
-        if _name(page) in EXPECTED_VARIANTS
-        else [],
-    )
-    for page in PAGES
-]  # fmt: skip
-
-
-@pytest.mark.parametrize("page", VARIANT_CASES)
+@pytest.mark.parametrize("page", PAGES, ids=_name)
 def test_no_variant_the_glossary_rules_out(page: Path):
     hits = terms.find_variants(terms.page_prose(page), ROWS)
     assert not hits, f"{len(hits)} variants:\n" + "\n".join(h.message(_name(page)) for h in hits)

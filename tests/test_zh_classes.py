@@ -209,24 +209,9 @@ CASES = [
 ]
 
 
-# Pages others are revising now: what the checks find there is expected, and listed when
-# the tests run (pytest -rx). Not strict, as they change while being revised: remove an
-# entry when its page is done.
-UNDER_REVISION = {}
-
-
 @pytest.mark.parametrize(
-    ("kind", "page"),
-    [
-        pytest.param(
-            k, p, id=f"{k}:{_name(p)}",
-            marks=[pytest.mark.xfail(strict=False, reason=UNDER_REVISION[_name(p)])]
-            if _name(p) in UNDER_REVISION
-            else [],
-        )
-        for k, p in CASES
-    ],
-)  # fmt: skip
+    ("kind", "page"), [pytest.param(k, p, id=f"{k}:{_name(p)}") for k, p in CASES]
+)
 def test_no_instance_of_the_class(kind: str, page: Path):
     check, rule = CHECKS[kind]
     found = check(page_prose(page))
@@ -289,7 +274,7 @@ def renderings() -> dict[str, dict[str, list[str]]]:
     found: dict[str, dict[str, list[str]]] = {}
     for page in PAGES:
         english = page.with_name(page.name.replace(".zh.", "."))
-        if _name(page) in UNDER_REVISION or not english.is_file():
+        if not english.is_file():
             continue
         en_heads, zh_heads = (
             _headings(terms.markdown_of(english)),
@@ -305,7 +290,7 @@ def renderings() -> dict[str, dict[str, list[str]]]:
 
 def test_one_chinese_heading_for_each_english_heading():
     """「Sources」 is 参考来源 on every page, 「When to use it, and what it costs」 is
-    什么时候用，代价是什么 on every page, and so on (the pages under revision aside)."""
+    什么时候用，代价是什么 on every page, and so on."""
     split = {en: zh for en, zh in renderings().items() if len(zh) > 1}
     assert not split, "\n".join(f"{en!r}: {zh}" for en, zh in split.items())
 

@@ -17,10 +17,8 @@ Equivalent forms are read to one value:
 - ranges 7%∼64%, 1.8–2.4: each end on its own.
 
 What cannot be paired is listed, never passed over: a page whose sets differ fails with
-the numbers found in one language only. The pages others are revising are named in
-``UNDER_REVISION`` (expected to fail while they change; an entry leaves the list when its
-page is done); a number that is right but cannot be matched by its form is named in ``ALLOWED``
-with its reason.
+the numbers found in one language only; a number that is right but cannot be matched by its
+form is named in ``ALLOWED`` with its reason.
 """
 
 from __future__ import annotations
@@ -50,11 +48,6 @@ NUMBER = re.compile(
     r"(?:[ \t]*(?P<cn>万亿|万|亿)|(?P<abbr>[kKMBT])(?![A-Za-z])"
     r"|[ \t]+(?P<word>thousand|million|billion|trillion)\b)?"
 )
-
-# Pages others are revising now: their differences are expected, and listed when the test
-# runs (pytest -rx). Not strict, as they change while being revised: remove an entry when
-# its page is done.
-UNDER_REVISION = {}
 
 # (page, value as written by value_text) → why the number is in one language only.
 ALLOWED: dict[tuple[str, str], str] = {
@@ -138,16 +131,7 @@ def differences(page: Path) -> tuple[list[str], list[str]]:
     return only_en, only_zh
 
 
-CASES = [
-    pytest.param(
-        page,
-        id=_name(page),
-        marks=[pytest.mark.xfail(strict=False, reason=UNDER_REVISION[_name(page)])]
-        if _name(page) in UNDER_REVISION
-        else [],
-    )
-    for page in PAGES
-]
+CASES = [pytest.param(page, id=_name(page)) for page in PAGES]
 
 
 @pytest.mark.parametrize("page", CASES)
