@@ -17,9 +17,9 @@ visible label for the first two, see ``hooks/codeblock_labels.py``):
 Two kinds of block lean on the handbook's modules (``snippets/NAME.py``, which the site
 serves at ``downloads/NAME.py``):
 
-- a block that imports one (``from transformer import Block``) runs with that file
+- a block that imports one (``from resnorm import Block``) runs with that file
   copied beside it, as a reader who saved the download next to the script runs it;
-- an excerpt, an empty fence ```` ```python excerpt="transformer.py:Residual.forward" ````,
+- an excerpt, an empty fence ```` ```python excerpt="resnorm.py:Residual.forward" ````,
   shows the lines of that name in the module (``resnorm_site.excerpts`` fills it, for
   the build and here alike). It is not a program: its test checks that it is the
   module's lines.
@@ -226,8 +226,8 @@ def excerpt_lines(block: Block) -> tuple[int, int, str]:
 
 @cache
 def handbook_modules() -> frozenset[str]:
-    """The names a block imports the handbook's modules by: ``transformer`` for
-    snippets/transformer.py."""
+    """The names a block imports the handbook's modules by: ``resnorm`` for
+    snippets/resnorm.py."""
     return frozenset(p.stem for p in SNIPPETS.glob("*.py"))
 
 

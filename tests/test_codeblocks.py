@@ -159,7 +159,7 @@ def test_a_block_runs_beside_the_module_it_imports(tmp_path: Path):
     result = codeblocks.run_python([block], cwd=tmp_path)
     assert result.failed is None, result.stderr
     assert result.outputs == ["['layer_norm.py']\n"]
-    assert codeblocks.imported_modules("import transformer as t\nimport torch\n") == {"transformer"}
+    assert codeblocks.imported_modules("import resnorm as t\nimport torch\n") == {"resnorm"}
 
 
 def test_a_kept_result_follows_the_module_it_imports(tmp_path: Path, monkeypatch):

@@ -62,3 +62,36 @@ def test_snippet_imports_only_stdlib_and_torch(snippet: Path):
         allowed |= ALLOWED_FOR_KERNELS
     assert modules <= allowed, f"{snippet.name} imports {sorted(modules - allowed)}"
     assert "snippets" not in modules
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """Equal, or one letter added, dropped or changed (Levenshtein distance at most 1)."""
+    if a == b:
+        return True
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b)) == 1
+    short, long = sorted((a, b), key=len)
+    return len(long) - len(short) == 1 and any(
+        long[:i] + long[i + 1 :] == short for i in range(len(long))
+    )
+
+
+def test_one_edit_apart_finds_the_old_module_name():
+    """The check below would have refused the module's old name, one letter from Hugging
+    Face's package."""
+    assert _one_edit_apart("transformer", "transformers")
+    assert _one_edit_apart("torch", "torch")
+    assert not _one_edit_apart("resnorm", "transformers")
+    assert not _one_edit_apart("rms_norm", "layer_norm")
+
+
+@pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda p: p.name)
+def test_snippet_name_cannot_be_mistaken_for_a_package(snippet: Path):
+    """A reader puts a downloaded module beside their script and imports it next to torch and
+    transformers: its name is neither a standard-library or installed package's import name
+    nor one letter from one, so it cannot shadow one or be misread as one."""
+    from importlib.metadata import packages_distributions
+
+    names = set(sys.stdlib_module_names) | set(packages_distributions())
+    close = sorted(n for n in names if _one_edit_apart(snippet.stem.lower(), n.lower()))
+    assert not close, f"{snippet.name} is at most one letter from the package(s) {close}"

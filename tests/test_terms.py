@@ -378,7 +378,7 @@ def test_a_link_to_a_page_is_named_by_the_page_s_name(page: Path):
         ("[上一页](post-ln.md)", False),
         ("[预热实验](../experiments/warmup.py)", False),
         ("[预热与学习率](../experiments/warmup.py)", True),
-        ("[`transformer.py`](../downloads/transformer.py)", True),  # code, and no page
+        ("[`resnorm.py`](../downloads/resnorm.py)", True),  # code, and no page
         ("[arXiv 2002.04745](https://arxiv.org/abs/2002.04745)", True),
         ("[这里](variants.md)", False),
         ("[Sandwich-LN 与 Peri-LN](variants.md#sandwich-ln-and-peri-ln)", True),  # its section

@@ -310,7 +310,7 @@ def test_every_number_matches_the_python_reference(visit, weights):
 
 def test_widget_at_d8_is_the_notebooks_f(weights):
     """Seed 1 for every d: at d = 8 the widget's F is the notebook's FeedForward(8, 32)."""
-    from snippets.transformer import FeedForward
+    from snippets.resnorm import FeedForward
 
     torch.manual_seed(1)
     f = FeedForward(8, 32).double()

@@ -14,7 +14,7 @@
 # Two questions about deep stacks. First, at initialization, how large does the residual
 # stream get from layer to layer, for each placement of the norm? Second, with one fixed
 # learning rate and no warmup, which placements still train at 6, 24 and 48 layers? The
-# models are the handbook's `Stack` and `GPT` (`snippets/transformer.py`); the probes
+# models are the handbook's `Stack` and `GPT` (`snippets/resnorm.py`); the probes
 # are in `snippets/depth_probe.py`. This page is executed every time the site is built;
 # every number below comes from that run.
 #
@@ -110,7 +110,7 @@ from IPython.display import display
 from snippets.depth_probe import lemma2_band, stream_sq_norms
 from snippets.grad_norms import power_law_fit
 from snippets.lm_experiment import MarkovLanguage, outcome, train_lm, xavier_init_
-from snippets.transformer import GPT, GPTConfig, Stack
+from snippets.resnorm import GPT, GPTConfig, Stack
 
 torch.set_num_threads(1)  # small tensors: threads cost more than they save
 
@@ -396,7 +396,7 @@ for n in DEPTHS:
 # - Noci et al. 2022, *Signal propagation in Transformers*, arXiv 2206.03126.
 # - Code: `snippets/depth_probe.py` (the stream probe), `snippets/lm_experiment.py` (the
 #   task, the trainer, `outcome` and `xavier_init_`), `snippets/grad_norms.py`
-#   (`power_law_fit`), `snippets/transformer.py` (`Stack`, `GPT`), each with its tests.
+#   (`power_law_fit`), `snippets/resnorm.py` (`Stack`, `GPT`), each with its tests.
 
 # %% tags=["publish"]
 results = {}

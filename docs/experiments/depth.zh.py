@@ -15,7 +15,7 @@
 #
 # 关于深层网络，这里有两个问题。第一，初始化时，在不同的归一化位置下，残差流会逐层增长到多大？
 # 第二，在一个固定的学习率下、不做学习率预热（warmup），哪些归一化位置在 6
-# 层、24 层和 48 层时仍然能训练？模型是本手册的 `Stack` 和 `GPT`（`snippets/transformer.py`），
+# 层、24 层和 48 层时仍然能训练？模型是本手册的 `Stack` 和 `GPT`（`snippets/resnorm.py`），
 # 探针代码在 `snippets/depth_probe.py` 中。每次构建网站都会执行本页，
 # 下面的每个数字都来自那次运行。
 #
@@ -158,6 +158,6 @@
 # - Bachlechner et al. 2020（ReZero），arXiv 2003.04887。
 # - Kingma & Ba 2015（Adam），arXiv 1412.6980，§2.1。
 # - Noci et al. 2022，*Signal propagation in Transformers*，arXiv 2206.03126。
-# - 代码：`snippets/depth_probe.py`（残差流探针）、`snippets/lm_experiment.py`（任务、训练器、`outcome` 和 `xavier_init_`）、`snippets/grad_norms.py`（`power_law_fit`）、`snippets/transformer.py`（`Stack`、`GPT`），各自都有测试。
+# - 代码：`snippets/depth_probe.py`（残差流探针）、`snippets/lm_experiment.py`（任务、训练器、`outcome` 和 `xavier_init_`）、`snippets/grad_norms.py`（`power_law_fit`）、`snippets/resnorm.py`（`Stack`、`GPT`），各自都有测试。
 
 # %%

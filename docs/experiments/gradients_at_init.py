@@ -80,7 +80,7 @@ from IPython.display import display
 
 from snippets.grad_norms import grad_norm_sweep, power_law_fit
 from snippets.lm_experiment import xavier_init_
-from snippets.transformer import Stack
+from snippets.resnorm import Stack
 
 torch.set_num_threads(1)  # small tensors: threads cost more than they save
 D_MODEL, N_HEADS, D_FF = 64, 4, 256
@@ -342,7 +342,7 @@ for n in DEPTHS:
 #   neural networks* (Xavier initialization); PyTorch `torch.nn.init.xavier_normal_`.
 # - Dong, Cordonnier, Loukas 2021, arXiv 2103.03404; Noci et al. 2022, arXiv 2206.03126.
 # - Code: `snippets/grad_norms.py` (the probe), `snippets/lm_experiment.py`
-#   (`xavier_init_`) and `snippets/transformer.py` (`Stack`), each with its tests.
+#   (`xavier_init_`) and `snippets/resnorm.py` (`Stack`), each with its tests.
 
 # %% tags=["publish"]
 results = {

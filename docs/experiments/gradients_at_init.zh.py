@@ -146,6 +146,6 @@
 #   networks*（Xavier 初始化）；PyTorch `torch.nn.init.xavier_normal_`。
 # - Dong, Cordonnier, Loukas 2021, arXiv 2103.03404；Noci et al. 2022, arXiv 2206.03126。
 # - 代码：`snippets/grad_norms.py`（探针）、`snippets/lm_experiment.py`（`xavier_init_`）和
-#   `snippets/transformer.py`（`Stack`），各自都有测试。
+#   `snippets/resnorm.py`（`Stack`），各自都有测试。
 
 # %%

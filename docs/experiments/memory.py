@@ -45,7 +45,7 @@
 #
 # ## Settings
 #
-# - Models: `Stack` and `GPT` from `snippets/transformer.py`
+# - Models: `Stack` and `GPT` from `snippets/resnorm.py`
 #   ([one sublayer connection](../../placement/sublayer-connection/)); a Pre-LN and a
 #   Post-LN model differ only in `norm_position`. Sandwich (Peri-LN, two norms per
 #   sublayer) is counted too, for contrast. Norms: LayerNorm and
@@ -88,7 +88,7 @@ from snippets.activation_memory import (
     saved_for_backward,
     total_bytes,
 )
-from snippets.transformer import GPT, GPTConfig, Stack
+from snippets.resnorm import GPT, GPTConfig, Stack
 
 torch.set_num_threads(1)  # see Settings: the counts do not depend on it
 torch.manual_seed(0)

@@ -38,7 +38,7 @@
 #
 # ## 设置 { #settings }
 #
-# - 模型：`snippets/transformer.py` 中的 `Stack` 和
+# - 模型：`snippets/resnorm.py` 中的 `Stack` 和
 #   `GPT`（见[统一的子层连接](../../placement/sublayer-connection/)）；Pre-LN 模型与 Post-LN 模型只有
 #   `norm_position` 不同。作为对照，也统计了三明治形式（Peri-LN，每个子层两个归一化）。归一化层：LayerNorm 和[均方根归一化（RMSNorm）](../../foundations/rmsnorm/)。因果注意力，激活函数为 GELU
 #   的 MLP，$d_\text{ff} = 4\,d_\text{model}$，随机失活（dropout）概率为 0，精度为 float32。

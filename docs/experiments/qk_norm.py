@@ -50,7 +50,7 @@
 #   `unigram` (token frequencies only), `bigram` (the previous token only, which needs no
 #   attention) and `optimal`.
 # - **Model**: token and position embeddings, a causal Pre-LN `Stack` of 2 blocks from
-#   `snippets/transformer.py` (width 64, 4 heads of size $d = 16$, so $d$ here is the head
+#   `snippets/resnorm.py` (width 64, 4 heads of size $d = 16$, so $d$ here is the head
 #   size of $q\cdot k/\sqrt{d}$; feed-forward 256,
 #   LayerNorm, no dropout, a final LayerNorm) and an output layer tied to the token
 #   embedding: the handbook's `GPT`, with the attention options that `GPT` does not pass
@@ -97,7 +97,7 @@ from IPython.display import display
 from torch import nn
 
 from snippets.lm_experiment import MarkovLanguage, train_lm
-from snippets.transformer import Stack
+from snippets.resnorm import Stack
 
 torch.set_num_threads(1)  # see Settings
 
@@ -450,6 +450,6 @@ assert not failed, f"the text above no longer matches this run: {failed}"
 #   (`key_size=128`).
 # - Qwen3's per-head QK-norm: Hugging Face transformers 5.24.0,
 #   `models/qwen3/modeling_qwen3.py` (`Qwen3Attention`), tested equal to
-#   `MultiHeadAttention(qk_norm="head")` in `tests/snippets/test_transformer.py`.
-# - Code: `snippets/transformer.py` (`Stack`, `MultiHeadAttention`),
+#   `MultiHeadAttention(qk_norm="head")` in `tests/snippets/test_resnorm.py`.
+# - Code: `snippets/resnorm.py` (`Stack`, `MultiHeadAttention`),
 #   `snippets/lm_experiment.py` (`MarkovLanguage`, `train_lm`).

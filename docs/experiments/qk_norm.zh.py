@@ -24,7 +24,7 @@
 # ## 设置 { #settings }
 #
 # - **数据**：`snippets/lm_experiment.py` 中的 `MarkovLanguage`，与[预热与学习率](../warmup/)一页用的是同一种语言：定义在 16 个词元（token）上的随机稀疏二阶马尔可夫链，每一对前序词元只允许 3 个后继词元，概率随机（种子 0）。要预测得好，就得用到往前数第二个词元，所以模型必须用上注意力。每一步都抽取新的批次，种子相同的模型看到的批次也相同。参照损失（在下面打印）由马尔可夫链精确算出：`unigram`（只用词元频率）、`bigram`（只看前一个词元，用不着注意力）和 `optimal`（最优）。
-# - **模型**：词元嵌入加位置嵌入，接 `snippets/transformer.py` 中由 2 个块组成的因果 Pre-LN `Stack`（宽度 64，4 个头，每个头的维度 $d = 16$，即 $q\cdot k/\sqrt{d}$ 中的 $d$；前馈层 256；LayerNorm；不用随机失活（dropout）；末尾有最终 LayerNorm），再接一个与词元嵌入共享权重的输出层。这就是本手册的 `GPT`，只是多了 `GPT` 不往下传的注意力选项。初始化与 `GPT` 相同（即 GPT-2 的初始化）：权重和嵌入取 $\mathcal{N}(0, 0.02)$，偏置为零，写回残差流的投影取 $\mathcal{N}(0, 0.02/\sqrt{2L})$。三种变体只在注意力上不同：
+# - **模型**：词元嵌入加位置嵌入，接 `snippets/resnorm.py` 中由 2 个块组成的因果 Pre-LN `Stack`（宽度 64，4 个头，每个头的维度 $d = 16$，即 $q\cdot k/\sqrt{d}$ 中的 $d$；前馈层 256；LayerNorm；不用随机失活（dropout）；末尾有最终 LayerNorm），再接一个与词元嵌入共享权重的输出层。这就是本手册的 `GPT`，只是多了 `GPT` 不往下传的注意力选项。初始化与 `GPT` 相同（即 GPT-2 的初始化）：权重和嵌入取 $\mathcal{N}(0, 0.02)$，偏置为零，写回残差流的投影取 $\mathcal{N}(0, 0.02/\sqrt{2L})$。三种变体只在注意力上不同：
 #   - 不加 QK 归一化：$s = q\cdot k/\sqrt{d}$；
 #   - QK 归一化：`qk_norm="head"`，对每个头的查询和键各做一次带可学习权重的 RMSNorm（Qwen3 的做法，权重初始为 1）；
 #   - 软上限：`softcap=12`，即 $c\tanh(s/c)$，取 $c = 3\sqrt{d}$，与 Gemma 2 2B、Gemma 2 9B（头维度 256 时 $c = 50$，$50/\sqrt{256} \approx 3.1$）和 Grok-1（头维度 128 时 $c = 30$，$30/\sqrt{128} \approx 2.7$）的比例大致相当。
@@ -86,5 +86,5 @@
 # - Wortsman et al. 2023，*Small-scale proxies for large-scale Transformer training instabilities*，[arXiv 2309.14322](https://arxiv.org/abs/2309.14322)，摘要。
 # - Dehghani et al. 2023，*Scaling Vision Transformers to 22 Billion Parameters*，[arXiv 2302.05442](https://arxiv.org/abs/2302.05442)，此处依据 Wortsman 等人摘要中的引述。
 # - Gemma 2：google/gemma_pytorch，提交 014acb7，`gemma/config.py`（`attn_logit_softcapping=50.0`、`head_dim=256`）和 `gemma/model.py`；Grok-1：xai-org/grok-1，提交 7050ed2，`model.py`（`30 * tanh(logits / 30)`）和 `run.py`（`key_size=128`）。
-# - Qwen3 的逐头 QK 归一化：Hugging Face transformers 5.24.0，`models/qwen3/modeling_qwen3.py`（`Qwen3Attention`），`tests/snippets/test_transformer.py` 检验了它与 `MultiHeadAttention(qk_norm="head")` 相等。
-# - 代码：`snippets/transformer.py`（`Stack`、`MultiHeadAttention`）、`snippets/lm_experiment.py`（`MarkovLanguage`、`train_lm`）。
+# - Qwen3 的逐头 QK 归一化：Hugging Face transformers 5.24.0，`models/qwen3/modeling_qwen3.py`（`Qwen3Attention`），`tests/snippets/test_resnorm.py` 检验了它与 `MultiHeadAttention(qk_norm="head")` 相等。
+# - 代码：`snippets/resnorm.py`（`Stack`、`MultiHeadAttention`）、`snippets/lm_experiment.py`（`MarkovLanguage`、`train_lm`）。

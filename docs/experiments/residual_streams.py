@@ -17,7 +17,7 @@
 # stack: how large the residual stream gets from layer to layer, how much gradient each
 # layer receives, and, for HC and mHC, what the product of the stream-mixing matrices
 # does over depth. The models are the handbook's `Stack(..., residual=...)`
-# (`snippets/transformer.py`). This page is executed every time the site is built;
+# (`snippets/resnorm.py`). This page is executed every time the site is built;
 # every number below comes from that run.
 #
 # ## What we expected
@@ -131,7 +131,7 @@ from IPython.display import display
 
 from snippets.grad_norms import handbook_w2, linear_loss, power_law_fit
 from snippets.lm_experiment import xavier_init_
-from snippets.transformer import Stack
+from snippets.resnorm import Stack
 
 torch.set_num_threads(1)  # small tensors: threads cost more than they save
 
@@ -569,7 +569,7 @@ print(f"mHC runs whose product's spectral norm exceeds 1 + 1e-5: {above or 'none
 # - Xiong et al. 2020, arXiv 2002.04745: §3.3, Lemma 2 and Theorem 1.
 # - Hugging Face transformers 5.24.0, `models/deepseek_v4/modeling_deepseek_v4.py`
 #   (`DeepseekV4HyperConnection`, `DeepseekV4PreTrainedModel._init_weights`).
-# - Code: `snippets/transformer.py` (`Stack`, `HyperConnection`, `sinkhorn_knopp`,
+# - Code: `snippets/resnorm.py` (`Stack`, `HyperConnection`, `sinkhorn_knopp`,
 #   `DepthAttention`, `DepthWeightedAverage`), `snippets/lm_experiment.py`
 #   (`xavier_init_`), `snippets/grad_norms.py` (`handbook_w2`, `linear_loss`,
 #   `power_law_fit`), each with its tests.

@@ -16,7 +16,7 @@
 # 超连接（Hyper-Connections，HC）、流形约束超连接（mHC）、注意力残差（AttnRes）和 DenseFormer
 # 改变的是子层输出传到后续各层的方式。本页要问的是，
 # 它们各自对刚初始化的网络有什么影响：残差流逐层会变得多大，每一层得到多少梯度；对 HC 和 mHC
-# 来说，还有混合各条流的矩阵沿深度连乘之后会怎样。模型是本手册的 `Stack(..., residual=...)`（`snippets/transformer.py`）。每次构建网站都会执行本页，下面的每个数字都来自那次运行。
+# 来说，还有混合各条流的矩阵沿深度连乘之后会怎样。模型是本手册的 `Stack(..., residual=...)`（`snippets/resnorm.py`）。每次构建网站都会执行本页，下面的每个数字都来自那次运行。
 #
 # ## 预期 { #what-we-expected }
 #
@@ -198,6 +198,6 @@
 #   `c99a623`，`denseformer/denseformer.py`。
 # - Xiong et al. 2020，arXiv 2002.04745：§3.3，引理 2 与定理 1。
 # - Hugging Face transformers 5.24.0，`models/deepseek_v4/modeling_deepseek_v4.py`（`DeepseekV4HyperConnection`、`DeepseekV4PreTrainedModel._init_weights`）。
-# - 代码：`snippets/transformer.py`（`Stack`、`HyperConnection`、`sinkhorn_knopp`、`DepthAttention`、`DepthWeightedAverage`）、`snippets/lm_experiment.py`（`xavier_init_`）、`snippets/grad_norms.py`（`handbook_w2`、`linear_loss`、`power_law_fit`），各自都有测试。
+# - 代码：`snippets/resnorm.py`（`Stack`、`HyperConnection`、`sinkhorn_knopp`、`DepthAttention`、`DepthWeightedAverage`）、`snippets/lm_experiment.py`（`xavier_init_`）、`snippets/grad_norms.py`（`handbook_w2`、`linear_loss`、`power_law_fit`），各自都有测试。
 
 # %%

@@ -63,7 +63,7 @@
 # - $F$: the handbook's `FeedForward(8, 32)` (Linear 8→32, GELU, Linear 32→8) with
 #   PyTorch's default initialization, seed 1; the same $F$ for every placement.
 # - The norms are the ones `Residual(F, 8, norm_position=...)` from
-#   `snippets/transformer.py` creates: `nn.LayerNorm(8)`, weight 1, bias 0,
+#   `snippets/resnorm.py` creates: `nn.LayerNorm(8)`, weight 1, bias 0,
 #   $\varepsilon = 10^{-5}$, as at initialization. No dropout, float32.
 # - Later cells rescale $x$ by $c \in \{0.1, 1, 10, 100\}$ and pass 2-feature vectors
 #   (seed 8).
@@ -76,7 +76,7 @@ import torch
 from IPython.display import display
 from torch import nn
 
-from snippets.transformer import FeedForward, Residual
+from snippets.resnorm import FeedForward, Residual
 from snippets.vector_through_block import PLACEMENTS, TITLES, mean_std, plot_stages, stages, table
 
 D = 8

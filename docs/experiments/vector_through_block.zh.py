@@ -56,7 +56,7 @@
 #   且取值范围较宽，以便看清归一化的作用。
 # - $F$：手册中的 `FeedForward(8, 32)`（Linear 8→32、GELU、Linear 32→8），采用 PyTorch
 #   的默认初始化，种子为 1；所有归一化位置共用同一个 $F$。
-# - 归一化层就是 `snippets/transformer.py` 中 `Residual(F, 8, norm_position=...)`
+# - 归一化层就是 `snippets/resnorm.py` 中 `Residual(F, 8, norm_position=...)`
 #   创建的那些：`nn.LayerNorm(8)`，权重 1、偏置 0、$\varepsilon = 10^{-5}$，即初始化时的状态。
 #   不使用随机失活（dropout），精度为 float32。
 # - 后面的单元格会把 $x$ 按 $c \in \{0.1, 1, 10, 100\}$ 缩放，并输入只有 2 个特征的向量（种子 8）。

@@ -55,7 +55,7 @@
 #   computed exactly, with three other reference points (printed below):
 #   `uniform` (ln 16, a model that knows nothing), `unigram` (token frequencies
 #   only), `bigram` (the previous token only, which needs no attention).
-# - **Model**: `GPT` from `snippets/transformer.py`: 4 layers, `n_embd` 64, 4
+# - **Model**: `GPT` from `snippets/resnorm.py`: 4 layers, `n_embd` 64, 4
 #   heads, `block_size` 16, LayerNorm, no dropout, `norm_position` "post" or
 #   "pre" (Pre-LN gets its final norm). **Re-initialized**: every `nn.Linear`
 #   weight (including the language-model head, tied to the token embedding) is
@@ -117,7 +117,7 @@ from snippets.lm_experiment import (
     train_lm,
     xavier_init_,
 )
-from snippets.transformer import GPT, GPTConfig
+from snippets.resnorm import GPT, GPTConfig
 
 torch.set_num_threads(1)  # see Settings
 
@@ -662,4 +662,4 @@ display(
 # - Touvron et al. 2023 (LLaMA), [arXiv 2302.13971](https://arxiv.org/abs/2302.13971),
 #   §2.3.
 # - Code: `snippets/lm_experiment.py` (data, schedule, training loop with Adam or
-#   RAdam, verdicts, initialization), `snippets/transformer.py` (the model).
+#   RAdam, verdicts, initialization), `snippets/resnorm.py` (the model).

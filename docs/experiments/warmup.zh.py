@@ -45,7 +45,7 @@
 #   所以最优损失可以精确算出；另有三个参照点（在下面打印）：`uniform`（ln
 #   16，相当于什么都不知道的模型）、`unigram`（只用词元频率）、`bigram`（只看前一个词元，
 #   不需要注意力）。
-# - **模型**：`snippets/transformer.py` 中的 `GPT`：4 层，`n_embd` 64，4 个头，`block_size`
+# - **模型**：`snippets/resnorm.py` 中的 `GPT`：4 层，`n_embd` 64，4 个头，`block_size`
 #   16，LayerNorm，不用随机失活（dropout），`norm_position` 取 "post" 或 "pre"（Pre-LN
 #   带最终归一化）。**重新初始化**：每个 `nn.Linear` 的权重都取 Xavier 正态分布（`torch.nn.init.xavier_normal_`），
 #   语言模型头（LM head）也不例外，它与词元嵌入权重共享（weight tying）；所有偏置为零；位置嵌入保留 `GPT` 的
@@ -184,4 +184,4 @@
 #   networks*（Xavier 初始化）。
 # - Radford 等人，2019（GPT-2 技术报告），§2.3（残差层的初始权重按 $1/\sqrt{N}$ 缩放）。
 # - Touvron 等人，2023（LLaMA），[arXiv 2302.13971](https://arxiv.org/abs/2302.13971)，§2.3。
-# - 代码：`snippets/lm_experiment.py`（数据、学习率调度、用 Adam 或 RAdam 的训练循环、结论判定、初始化），`snippets/transformer.py`（模型）。
+# - 代码：`snippets/lm_experiment.py`（数据、学习率调度、用 Adam 或 RAdam 的训练循环、结论判定、初始化），`snippets/resnorm.py`（模型）。

@@ -2,12 +2,12 @@
 
 A page shows a few lines of a module with an empty fence that names them:
 
-    ```python excerpt="transformer.py:Residual.forward"
+    ```python excerpt="resnorm.py:Residual.forward"
     ```
 
 The build (``hooks/excerpts.py``) and the tests (``tests/codeblocks.py``) fill it with
 the exact lines of that class, function, method or module-level name in
-``snippets/transformer.py``, decorators included, titled with the file and the lines'
+``snippets/resnorm.py``, decorators included, titled with the file and the lines'
 numbers (in the title only: numbered lines would add a link per line that the page's
 validity and contrast checks refuse). The page therefore cannot drift from the module
 that runs: the lines are read from it at every build, found by name, not by number.

@@ -1,5 +1,5 @@
 """Helpers shared by the tests that compare the handbook's modules with Hugging Face's
-(tests/snippets/test_transformer*.py): random weights, the causal mask and a RoPE that
+(tests/snippets/test_resnorm*.py): random weights, the causal mask and a RoPE that
 rotates nothing, in the forms Hugging Face's layers take them."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from snippets.activation_memory import (
     saved_for_backward,
     total_bytes,
 )
-from snippets.transformer import Stack
+from snippets.resnorm import Stack
 
 B, T, C, H, L = 2, 8, 16, 2, 3
 

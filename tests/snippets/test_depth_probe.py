@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from snippets.depth_probe import lemma2_band, stream_sq_norms
-from snippets.transformer import Stack, from_torch_encoder_layer
+from snippets.resnorm import Stack, from_torch_encoder_layer
 
 D, H, FF = 16, 4, 64
 

@@ -17,7 +17,7 @@ from snippets.grad_norms import (
     w2_grad_norms,
 )
 from snippets.lm_experiment import xavier_init_
-from snippets.transformer import Stack, from_torch_encoder_layer
+from snippets.resnorm import Stack, from_torch_encoder_layer
 
 D, H, FF = 16, 4, 64
 QKV = "per_projection"  # the init of Xiong et al.'s analysis

@@ -20,7 +20,7 @@ from snippets.lm_experiment import (
     train_lm,
     xavier_init_,
 )
-from snippets.transformer import GPT, GPTConfig, Stack
+from snippets.resnorm import GPT, GPTConfig, Stack
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

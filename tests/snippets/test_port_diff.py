@@ -1,7 +1,7 @@
 """port_diff.compare: names the first layer of a port that diverges, and nothing else.
 
 The clean case is the handbook's GPT against Hugging Face's GPT-2 with copied weights (as
-tests/snippets/test_transformer.py checks it end to end); the planted mistakes are those
+tests/snippets/test_resnorm.py checks it end to end); the planted mistakes are those
 of the pitfalls page: a wrong eps in one LayerNorm, and a (1 + w) weight loaded as w.
 """
 
@@ -16,7 +16,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from snippets.port_diff import TOLERANCE_FACTOR, Report, compare, default_tolerance
-from snippets.transformer import GPT, GPTConfig
+from snippets.resnorm import GPT, GPTConfig
 
 RULES = [  # Hugging Face GPT-2's names -> the handbook GPT's, applied in this order
     ("ln_1", "attn.norm_in"),

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from snippets.transformer import FeedForward, Residual
+from snippets.resnorm import FeedForward, Residual
 from snippets.vector_through_block import (
     PLACEMENTS,
     WIDGET_PLACEMENTS,

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from transformers.models.inkling2 import modeling_inkling2 as hf
 
-from snippets.transformer import DEPTH_VALUES, DepthAttention, Stack
+from snippets.resnorm import DEPTH_VALUES, DepthAttention, Stack
 from tests.snippets.hf_reference import randomize
 
 D, H, FF = 16, 4, 48

@@ -1,4 +1,4 @@
-"""snippets/transformer.py against PyTorch's Transformer layers and against the formulas."""
+"""snippets/resnorm.py against PyTorch's Transformer layers and against the formulas."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from transformers.models.qwen3 import modeling_qwen3 as hf_qwen3
 from transformers.models.qwen3_5 import modeling_qwen3_5 as hf_qwen3_5
 from transformers.models.qwen3_next import modeling_qwen3_next as hf_qwen3_next
 
-from snippets.transformer import (
+from snippets.resnorm import (
     ACTIVATIONS,
     BRANCH_POSITIONS,
     BRANCH_RESIDUALS,

@@ -14,7 +14,7 @@ from torch import nn
 from transformers.models.gemma4 import modeling_gemma4 as hf_gemma4
 from transformers.models.inkling2 import modeling_inkling2 as hf_inkling2
 
-from snippets.transformer import QK_CLIPS, QK_NORMS, L2Clip, MultiHeadAttention
+from snippets.resnorm import QK_CLIPS, QK_NORMS, L2Clip, MultiHeadAttention
 from tests.snippets.hf_reference import hf_causal_mask, randomize, rope_identity
 
 D, H = 16, 4

@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import Gemma2Config, Gemma2ForCausalLM
 
-from snippets.transformer import GPT, GPTConfig
+from snippets.resnorm import GPT, GPTConfig
 
 CAP = 30.0
 

@@ -17,7 +17,7 @@ from torch import nn
 from transformers.models.qwen4_exp import configuration_qwen4_exp as hf_config
 from transformers.models.qwen4_exp import modeling_qwen4_exp as hf_qwen4
 
-from snippets.transformer import (
+from snippets.resnorm import (
     COLLAPSES,
     RESIDUALS,
     STREAM_RESIDUALS,
