@@ -25,6 +25,10 @@ are masked here too) and fails on any instance, so a new page is held to the sam
   「式 4」 is flagged wherever it stands.
 - **No space before a full-width quotation mark** (「DyT “大多……”」 is 「DyT“大多……”」): a
   space or tab between a character and “ ” ‘ ’.
+- **Places in a source listed with 、.** A list of places in one source (「§3.1、§5.4」
+  「摘要、§5」「§5.1、图 4、表 2」) is separated by the enumeration comma 、, as Chinese lists
+  items of one kind; 「§3.1，§5.4」 reads as two clauses. The comma stays between different
+  kinds of item (「arXiv 1706.03762，§3.1」).
 - **et al. and 等人 not mixed.** A page's prose, outside its list of sources (the
   ``{ #sources }`` section, whose entries are bibliographic), uses 等人 if it uses either;
   a page whose prose has both fails. The bibliography (``docs/reference/references.zh.md``)
@@ -176,6 +180,21 @@ def spaced_quotes(text: str) -> list[tuple[int, str]]:
     ]
 
 
+# --- places in a source -------------------------------------------------------------------
+
+PLACE = r"(?:§\d[\d.–-]*|摘要|[表图] [\dA-Z][\d.]*|附录 [A-Z][\d.]*)"
+PLACES_WITH_COMMAS = re.compile(PLACE + r"(?:，" + PLACE + r")+")
+
+
+def place_lists(text: str) -> list[tuple[int, str]]:
+    """Each list of places in a source (sections, figures, tables, the abstract) whose items
+    are separated by 「，」 instead of 「、」."""
+    return [
+        (_line(text, m.start()), _shown(text, m.start(), m.end()))
+        for m in PLACES_WITH_COMMAS.finditer(text)
+    ]
+
+
 # --- et al. ------------------------------------------------------------------------------
 
 SOURCES = re.compile(r"^## [^\n]*〔sources〕[^\n]*\n.*?(?=^## |\Z)", re.M | re.S)
@@ -200,6 +219,7 @@ CHECKS = {
     "equation-number": (equation_numbers, "equation numbers are written 式 (3)"),
     "space-before-quote": (spaced_quotes, "no space before a full-width quotation mark"),
     "et-al": (mixed_et_al, "et al. and 等人 on one page: write 等人"),
+    "place-list": (place_lists, "places in one source are listed with 、: §3.1、§5.4"),
 }
 CASES = [
     (kind, page)
@@ -237,6 +257,8 @@ def test_no_instance_of_the_class(kind: str, page: Path):
         ),
         ("equation-number", "见式 4。", "见式 (4) 和式 (9)–(12)，`式 4` 是代码。"),
         ("space-before-quote", "DyT “大多”如此。", "DyT“大多”如此。\n“开头”不算。"),
+        ("place-list", "见 arXiv 1706.03762，§3.1，§5.4。", "见 arXiv 1706.03762，§3.1、§5.4。"),
+        ("place-list", "摘要，§5（表 4，图 6）。", "摘要、§5（表 4、图 6），共 3 层。"),
         (
             "et-al",
             "Henry et al. 提出，Chowdhery 等人沿用。",
