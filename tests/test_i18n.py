@@ -104,9 +104,7 @@ def test_headings_after_a_diagram_are_found():
 
 
 def test_headings_after_an_excerpt_fence_are_found():
-    page = (
-        '# T\n\n```python excerpt="resnorm.py:needs_final_norm"\n```\n\n## After { #after }\n'
-    )
+    page = '# T\n\n```python excerpt="resnorm.py:needs_final_norm"\n```\n\n## After { #after }\n'
     assert [anchor for _, anchor, _ in heading_ids(page)] == ["t", "after"]
 
 

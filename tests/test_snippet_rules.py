@@ -69,7 +69,7 @@ def _one_edit_apart(a: str, b: str) -> bool:
     if a == b:
         return True
     if len(a) == len(b):
-        return sum(x != y for x, y in zip(a, b)) == 1
+        return sum(x != y for x, y in zip(a, b, strict=True)) == 1
     short, long = sorted((a, b), key=len)
     return len(long) - len(short) == 1 and any(
         long[:i] + long[i + 1 :] == short for i in range(len(long))
