@@ -76,6 +76,11 @@
 # The code is `snippets/activation_memory.py`:
 
 # %%
+import platform
+import random
+import statistics
+import time
+
 import matplotlib.pyplot as plt
 import torch
 from IPython.display import display
@@ -298,6 +303,89 @@ else:
     print("CUDA is absent here: no torch.cuda.max_memory_allocated measurement.")
 
 # %% [markdown]
+# ## What a second norm per sublayer costs
+#
+# Norms around each sublayer (`norm_position="sandwich"`, the layout Peri-LN uses) add a
+# norm on every sublayer's output to Pre-LN's norm on its input. The
+# [decision page](../../reference/choosing/#placement) prices the two extra norms of a
+# layer with formulas; here the same GPT is built both ways and measured: the
+# parameters they add, the bytes a training step keeps for the backward pass, and the
+# wall-clock time of a training step (forward and backward) on the CPU that built this
+# page. The two steps are timed in 31 interleaved rounds (a round times each once, in a
+# shuffled order, so background load falls on both alike) and reported as the median
+# ratio with the range from the quartiles: a difference is called only when that range
+# excludes 1.
+
+
+# %% tags=["collapse"]
+def interleaved_seconds(calls, rounds=31, seed=0):
+    """{name: [seconds of one call, one per round]}; each round runs every call once."""
+    rng, order = random.Random(seed), list(calls)
+    samples = {name: [] for name in calls}
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for name in order:
+            start = time.perf_counter()
+            calls[name]()
+            samples[name].append(time.perf_counter() - start)
+    return samples
+
+
+def ratio_with_range(numerator, denominator):
+    """median ratio, and its range from the far quartiles of the two sets of timings."""
+    q1n, mn, q3n = statistics.quantiles(numerator, n=4, method="inclusive")
+    q1d, md, q3d = statistics.quantiles(denominator, n=4, method="inclusive")
+    return mn / md, q1n / q3d, q3n / q1d
+
+
+def training_step(placement, norm):
+    torch.manual_seed(0)
+    config = GPTConfig(
+        vocab_size=256, block_size=128, n_layer=4, n_head=4, n_embd=128,
+        norm_position=placement, norm=norm,
+    )  # fmt: skip
+    model = GPT(config)
+    idx, targets = torch.randint(0, 256, (2, 8, 128))
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        _, loss = model(idx, targets)
+        loss.backward()
+
+    step()  # the first call allocates; it is not timed
+    return model, step
+
+
+peri = {}
+print(f"{'norm':>10} {'extra params / layer':>21} {'saved, Sandwich / Pre':>22} "
+      f"{'step time, Sandwich / Pre':>34}")  # fmt: skip
+for n in NORM_KINDS:
+    (pre, pre_step), (sandwich, sandwich_step) = (training_step(p, n) for p in ("pre", "sandwich"))
+    extra = sum(q.numel() for q in sandwich.parameters()) - sum(q.numel() for q in pre.parameters())
+    saved = gpt_step("sandwich", n)[0] / gpt[("pre", n)][0]
+    times = interleaved_seconds({"pre": pre_step, "sandwich": sandwich_step})
+    ratio, low, high = ratio_with_range(times["sandwich"], times["pre"])
+    word = "slower" if low > 1 else "faster" if high < 1 else "unresolved"
+    peri[n] = dict(extra=extra // 4, saved=saved, time=(ratio, low, high), word=word)
+    print(f"{n:>10} {extra // 4:>21} {saved:>22.3f} "
+          f"{f'{ratio:.2f}x ({low:.2f}-{high:.2f}), {word}':>34}")  # fmt: skip
+
+
+def cpu_name():
+    """The CPU model from Linux's /proc/cpuinfo; elsewhere what platform knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+    except OSError:
+        names = []
+    return names[0] if names else platform.processor() or platform.machine()
+
+
+CPU = cpu_name()
+print(f"width d = 128: 2d = {2 * 128}, 4d = {4 * 128}; "
+      f"timed on {CPU}, {torch.get_num_threads()} torch thread(s)")  # fmt: skip
+
+# %% [markdown]
 # At inference nothing is kept for a backward pass, in either placement:
 
 # %%
@@ -340,6 +428,13 @@ print(f"GPT-3 175B: the final norm adds {final_norm / layers:.4%} to the layers'
 #   rather than one fused kernel. That is a cost of the implementation, the same in
 #   both placements. Placement changes memory only when it changes the *number* of
 #   norms: Sandwich's two norms per sublayer keep visibly more.
+# - A second norm on each sublayer's output (Sandwich, the layout of Peri-LN) costs
+#   its weights ($2d$ parameters per layer with RMSNorm, $4d$ with LayerNorm), the
+#   bytes it keeps for the backward pass (the Sandwich / Pre ratios printed above) and
+#   the step time printed beside them, called a difference only where its range
+#   excludes 1. At these small widths the norms are a larger share of a step than in
+#   a large model, whose time goes to matrix products that grow with $d^2$ per token
+#   while a norm grows with $d$.
 # - At inference nothing is saved for backward at all, so the claim cannot apply to
 #   inference memory either.
 
@@ -365,6 +460,18 @@ results = {
     "pre_ln_peak_saving_rmsnorm": f"{saving['rmsnorm']:+.1%}",
     "gpt3_final_norm_share": f"{final_norm / layers:.3%}",
     "claim_5_10_percent_verdict": {"phrase": f"claim.{verdict}"},
+    **{
+        f"peri_{key}_{n}": value
+        for n, c in peri.items()
+        for key, value in (
+            ("params_per_layer", str(c["extra"])),
+            ("saved_ratio", f"{c['saved']:.3f}"),
+            ("time_ratio", "{:.2f}× ({:.2f}–{:.2f})".format(*c["time"])),
+            ("time_verdict", {"phrase": f"cost.{c['word']}"}),
+        )
+    },
+    "peri_cpu": CPU,
+    "peri_threads": str(torch.get_num_threads()),
 }
 display(
     {

@@ -23,6 +23,10 @@ PHRASES = {
         # a claim put to the test
         "claim.holds": "holds",
         "claim.refuted": "refuted",
+        # a cost measured against a baseline: slower, faster, or within the spread
+        "cost.slower": "slower",
+        "cost.faster": "faster",
+        "cost.unresolved": "no difference measurable at this precision",
         # warmup
         "warmup.shown": (
             "With Xavier initialization at peak lr {lr} without warmup, Post-LN failed in "
@@ -101,6 +105,9 @@ PHRASES = {
         "outcome.diverged": "发散",
         "claim.holds": "成立",
         "claim.refuted": "不成立",
+        "cost.slower": "更慢",
+        "cost.faster": "更快",
+        "cost.unresolved": "在这个精度下测不出差别",
         "warmup.shown": (
             "用 Xavier 初始化、峰值学习率 {lr}、不预热时，{seeds} 个种子中 Post-LN 有 "
             "{post_failed} 个失败（种子 0：{post_seed0}，最终损失 {post_seed0_loss}，unigram "
