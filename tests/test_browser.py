@@ -284,14 +284,21 @@ MEASURE = """() => {
 }"""
 
 # The code cells of a notebook page (collapsed snippet and long cells opened) whose text is
-# wider than the cell: the reader would have to scroll sideways.
-NOTEBOOK_CODE_THAT_SCROLLS = """() => {
+# wider than the cell: the reader would have to scroll sideways. A snippet fold's code waits
+# in a template until it opens (docs/javascripts/folds.js): the folds still waiting for it
+# after a second are counted, as a fold that opened empty.
+NOTEBOOK_CODE_THAT_SCROLLS = """async () => {
   document.querySelectorAll("details.rn-snippet-cell, details.rn-code-cell")
     .forEach((d) => (d.open = true));
+  const waiting = () => document.querySelectorAll("details[open] > template.rn-later").length;
+  for (let i = 0; waiting() && i < 100; i++) await new Promise((done) => setTimeout(done, 10));
   const cells = [...document.querySelectorAll(".jupyter-wrapper .jp-InputArea-editor pre")];
-  return cells
-    .filter((pre) => pre.scrollWidth > pre.clientWidth + 1)
-    .map((pre) => pre.textContent.split("\\n").reduce((a, b) => (a.length > b.length ? a : b)));
+  return {
+    waiting: waiting(),
+    wide: cells
+      .filter((pre) => pre.scrollWidth > pre.clientWidth + 1)
+      .map((pre) => pre.textContent.split("\\n").reduce((a, b) => (a.length > b.length ? a : b))),
+  };
 }"""
 
 
@@ -393,6 +400,7 @@ class PageReport:
         self.axe: dict = {}
         self.measured: dict = {}
         self.wide_code: list[str] = []
+        self.empty_folds = 0  # snippet folds whose code did not appear when opened
         self.downloads: list[dict] = []
 
 
@@ -474,7 +482,8 @@ class _Slot:
             r.downloads.append(
                 {"href": href, "ok": response.ok, "notebook": b'"cells"' in response.body()}
             )
-        r.wide_code = self.page.evaluate(NOTEBOOK_CODE_THAT_SCROLLS)
+        folds = self.page.evaluate(NOTEBOOK_CODE_THAT_SCROLLS)
+        r.wide_code, r.empty_folds = folds["wide"], folds["waiting"]
         # Each page's first screen: a whole page as a picture costs a quarter of this
         # walk's time.
         name = self.url.strip("/").replace("/", "-") or "home"
@@ -559,8 +568,8 @@ def _report(walk, mode: str, url: str) -> PageReport:
 def test_every_page_renders_clean(walk):
     """Every built page, in every mode: no console error, no request to another host, all
     math typeset, diagrams as inline SVG at least 100 px wide, a copy button on every code
-    block, notebook plots drawn and the executed notebook downloadable; at 1280 px no
-    notebook code scrolls sideways."""
+    block, notebook plots drawn and the executed notebook downloadable; at 1280 px every
+    snippet fold shows its code when opened, and no notebook code scrolls sideways."""
     problems, code_blocks = [], 0
     for mode, reports in walk.items():
         for r in reports:
@@ -587,6 +596,8 @@ def test_every_page_renders_clean(walk):
             for d in r.downloads:
                 if not (d["ok"] and d["notebook"]):
                     problems.append(f"{r.url}: {d['href']} is not the executed notebook")
+            if r.empty_folds:
+                problems.append(f"{r.url}: {r.empty_folds} fold(s) opened without their code")
             if r.wide_code:
                 problems.append(
                     f"{r.url}: notebook code scrolls sideways at 1280 px: {r.wide_code}"

@@ -168,7 +168,8 @@ def test_snippet_cells_are_collapsed_on_the_page():
     out = collapse_snippet_cells(page, LABELS["en"]["imports"])
     assert out == (
         '<main><details class="info rn-snippet-cell"><summary>Code this notebook imports: '
-        f"<code>snippets/alpha.py</code></summary>\n{cell}\n</details>{other}</main>"
+        "<code>snippets/alpha.py</code></summary>\n"
+        f'<template class="rn-later">{cell}</template>\n</details>{other}</main>'
     )
 
 

@@ -59,9 +59,10 @@ def without_anchor_attr(title: str) -> str:
 SNIPPET_CELL = re.compile(r'<div[^>]*class="jp-Cell [^"]*\bcelltag_' + SNIPPET_TAG + r'\b[^"]*"')
 
 
-def _fold(html: str, starts, summary_of, css: str) -> str:
+def _fold(html: str, starts, summary_of, css: str, later: bool = False) -> str:
     """Wrap each <div> opened at one of ``starts`` in a closed <details class="info css">
-    whose summary is ``summary_of(the div's html)``."""
+    whose summary is ``summary_of(the div's html)``. With ``later``, the div waits in a
+    <template> that docs/javascripts/folds.js puts in place when the fold first opens."""
     out, pos = [], 0
     for start in starts:
         if start < pos:
@@ -69,8 +70,9 @@ def _fold(html: str, starts, summary_of, css: str) -> str:
         end = element_end(html, start, "div")
         part = html[start:end]
         out.append(html[pos:start])
+        body = f'<template class="rn-later">{part}</template>' if later else part
         out.append(
-            f'<details class="info {css}"><summary>{summary_of(part)}</summary>\n{part}\n</details>'
+            f'<details class="info {css}"><summary>{summary_of(part)}</summary>\n{body}\n</details>'
         )
         pos = end
     out.append(html[pos:])
@@ -79,7 +81,9 @@ def _fold(html: str, starts, summary_of, css: str) -> str:
 
 def collapse_snippet_cells(html: str, summary: str) -> str:
     """Wrap each inlined snippet cell of a notebook page in a closed <details> whose
-    summary reads ``summary`` and the snippet's file name."""
+    summary reads ``summary`` and the snippet's file name. The cell's highlighted code
+    (thousands of elements for the handbook's largest module, four fifths of a notebook
+    page's document) is only parsed into the page when a reader opens the fold."""
 
     def summary_of(cell: str) -> str:
         name = re.search(r"snippets/(\w+)\.py", cell)
@@ -87,7 +91,7 @@ def collapse_snippet_cells(html: str, summary: str) -> str:
         return f"{summary} <code>{label}</code>"
 
     starts = (m.start() for m in SNIPPET_CELL.finditer(html))
-    return _fold(html, starts, summary_of, "rn-snippet-cell")
+    return _fold(html, starts, summary_of, "rn-snippet-cell", later=True)
 
 
 # A notebook's own code cell tagged ``collapse`` (``# %% tags=["collapse"]``): a long cell
