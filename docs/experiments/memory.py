@@ -76,6 +76,7 @@
 # The code is `snippets/activation_memory.py`:
 
 # %%
+import os
 import platform
 import random
 import statistics
@@ -470,8 +471,16 @@ results = {
             ("time_verdict", {"phrase": f"cost.{c['word']}"}),
         )
     },
-    "peri_cpu": CPU,
-    "peri_threads": str(torch.get_num_threads()),
+    "peri_machine": {
+        "phrase": "machine",
+        "cpu": CPU,
+        "cores": str(os.cpu_count() or "?"),
+        "threads": str(torch.get_num_threads()),
+        "torch": torch.__version__,
+        "gpu": {"phrase": "gpu.named", "name": torch.cuda.get_device_name()}
+        if torch.cuda.is_available()
+        else {"phrase": "gpu.none"},
+    },
 }
 display(
     {
