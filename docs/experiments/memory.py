@@ -76,12 +76,6 @@
 # The code is `snippets/activation_memory.py`:
 
 # %%
-import os
-import platform
-import random
-import statistics
-import time
-
 import matplotlib.pyplot as plt
 import torch
 from IPython.display import display
@@ -93,6 +87,16 @@ from snippets.activation_memory import (
     peak_step_memory,
     saved_for_backward,
     total_bytes,
+)
+from snippets.norm_speed import (
+    FASTER,
+    SLOWER,
+    UNRESOLVED,
+    compare,
+    interleaved_times,
+    machine,
+    machine_parts,
+    ratio_spread,
 )
 from snippets.resnorm import GPT, GPTConfig, Stack
 
@@ -260,7 +264,8 @@ plt.show()
 
 
 # %% tags=["collapse"]
-def gpt_step(placement, norm, device="cpu"):
+def gpt_training_step(placement, norm, device="cpu"):
+    """A GPT of these settings, its batch, and one training step on it (no optimizer)."""
     torch.manual_seed(0)
     config = GPTConfig(
         vocab_size=256,
@@ -279,6 +284,12 @@ def gpt_step(placement, norm, device="cpu"):
         _, loss = model(idx, targets)
         loss.backward()
 
+    return model, idx, targets, step
+
+
+def gpt_step(placement, norm, device="cpu"):
+    """The bytes one training step saves for backward, and its peak memory."""
+    model, idx, targets, step = gpt_training_step(placement, norm, device)
     saved = total_bytes(saved_for_backward(model, idx, targets))
     model.zero_grad(set_to_none=True)
     return saved, peak_step_memory(step, device)
@@ -312,79 +323,43 @@ else:
 # layer with formulas; here the same GPT is built both ways and measured: the
 # parameters they add, the bytes a training step keeps for the backward pass, and the
 # wall-clock time of a training step (forward and backward) on the CPU that built this
-# page. The two steps are timed in 31 interleaved rounds (a round times each once, in a
-# shuffled order, so background load falls on both alike) and reported as the median
-# ratio with the range from the quartiles: a difference is called only when that range
-# excludes 1.
+# page. The two steps are timed as [Making norms fast](../norm_speed/) times
+# norms, with its code (`snippets/norm_speed.py`): 31 interleaved rounds (a round times
+# each once, in a shuffled order, so background load falls on both alike), the median
+# ratio with the range from the quartiles, and a difference called only when the two
+# interquartile ranges do not overlap, that is when the ratio's range excludes 1.
 
 
 # %% tags=["collapse"]
-def interleaved_seconds(calls, rounds=31, seed=0):
-    """{name: [seconds of one call, one per round]}; each round runs every call once."""
-    rng, order = random.Random(seed), list(calls)
-    samples = {name: [] for name in calls}
-    for _ in range(rounds):
-        rng.shuffle(order)
-        for name in order:
-            start = time.perf_counter()
-            calls[name]()
-            samples[name].append(time.perf_counter() - start)
-    return samples
+ROUNDS = 31  # interleaved rounds per timing: each round times every step once
 
 
-def ratio_with_range(numerator, denominator):
-    """median ratio, and its range from the far quartiles of the two sets of timings."""
-    q1n, mn, q3n = statistics.quantiles(numerator, n=4, method="inclusive")
-    q1d, md, q3d = statistics.quantiles(denominator, n=4, method="inclusive")
-    return mn / md, q1n / q3d, q3n / q1d
+def timed_step(placement, norm):
+    """A training step that starts from no gradients each time, its first call made."""
+    model, _, _, step = gpt_training_step(placement, norm)
 
-
-def training_step(placement, norm):
-    torch.manual_seed(0)
-    config = GPTConfig(
-        vocab_size=256, block_size=128, n_layer=4, n_head=4, n_embd=128,
-        norm_position=placement, norm=norm,
-    )  # fmt: skip
-    model = GPT(config)
-    idx, targets = torch.randint(0, 256, (2, 8, 128))
-
-    def step():
+    def fresh_step():
         model.zero_grad(set_to_none=True)
-        _, loss = model(idx, targets)
-        loss.backward()
+        step()
 
-    step()  # the first call allocates; it is not timed
-    return model, step
+    fresh_step()  # the first call allocates; it is not timed
+    return model, fresh_step
 
 
 peri = {}
 print(f"{'norm':>10} {'extra params / layer':>21} {'saved, Sandwich / Pre':>22} "
-      f"{'step time, Sandwich / Pre':>34}")  # fmt: skip
+      f"{'step time, Sandwich / Pre':>44}")  # fmt: skip
 for n in NORM_KINDS:
-    (pre, pre_step), (sandwich, sandwich_step) = (training_step(p, n) for p in ("pre", "sandwich"))
+    (pre, pre_step), (sandwich, sandwich_step) = (timed_step(p, n) for p in ("pre", "sandwich"))
     extra = sum(q.numel() for q in sandwich.parameters()) - sum(q.numel() for q in pre.parameters())
     saved = gpt_step("sandwich", n)[0] / gpt[("pre", n)][0]
-    times = interleaved_seconds({"pre": pre_step, "sandwich": sandwich_step})
-    ratio, low, high = ratio_with_range(times["sandwich"], times["pre"])
-    word = "slower" if low > 1 else "faster" if high < 1 else "unresolved"
-    peri[n] = dict(extra=extra // 4, saved=saved, time=(ratio, low, high), word=word)
-    print(f"{n:>10} {extra // 4:>21} {saved:>22.3f} "
-          f"{f'{ratio:.2f}x ({low:.2f}-{high:.2f}), {word}':>34}")  # fmt: skip
-
-
-def cpu_name():
-    """The CPU model from Linux's /proc/cpuinfo; elsewhere what platform knows."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
-    except OSError:
-        names = []
-    return names[0] if names else platform.processor() or platform.machine()
-
-
-CPU = cpu_name()
-print(f"width d = 128: 2d = {2 * 128}, 4d = {4 * 128}; "
-      f"timed on {CPU}, {torch.get_num_threads()} torch thread(s)")  # fmt: skip
+    times = interleaved_times({"pre": pre_step, "sandwich": sandwich_step}, repeats=ROUNDS)
+    ratio = ratio_spread(times["sandwich"], times["pre"])
+    verdict = compare(times["sandwich"], times["pre"])
+    peri[n] = dict(extra=extra // pre.config.n_layer, saved=saved, time=ratio, verdict=verdict)
+    shown = f"{ratio.median:.2f}x ({ratio.low:.2f}-{ratio.high:.2f}), {verdict}"
+    print(f"{n:>10} {extra // pre.config.n_layer:>21} {saved:>22.3f} {shown:>44}")
+print(f"width d = 128: 2d = {2 * 128}, 4d = {4 * 128}; timed on {machine()}")
 
 # %% [markdown]
 # At inference nothing is kept for a backward pass, in either placement:
@@ -452,6 +427,8 @@ print(
 
 # %% tags=["publish"]
 mid = SIZES[1]
+COST_PHRASE = {FASTER: "cost.faster", SLOWER: "cost.slower", UNRESOLVED: "cost.unresolved"}
+parts = machine_parts()
 results = {
     "saved_ratio_pre_post_layernorm": f"{ratios[('layernorm', mid)]:.3f}",
     "saved_ratio_pre_post_rmsnorm": f"{ratios[('rmsnorm', mid)]:.3f}",
@@ -468,17 +445,17 @@ results = {
             ("params_per_layer", str(c["extra"])),
             ("saved_ratio", f"{c['saved']:.3f}"),
             ("time_ratio", "{:.2f}× ({:.2f}–{:.2f})".format(*c["time"])),
-            ("time_verdict", {"phrase": f"cost.{c['word']}"}),
+            ("time_verdict", {"phrase": COST_PHRASE[c["verdict"]]}),
         )
     },
     "peri_machine": {
         "phrase": "machine",
-        "cpu": CPU,
-        "cores": str(os.cpu_count() or "?"),
-        "threads": str(torch.get_num_threads()),
-        "torch": torch.__version__,
-        "gpu": {"phrase": "gpu.named", "name": torch.cuda.get_device_name()}
-        if torch.cuda.is_available()
+        "cpu": parts["cpu"],
+        "cores": str(parts["cores"] or "?"),
+        "threads": str(parts["threads"]),
+        "torch": parts["torch"],
+        "gpu": {"phrase": "gpu.named", "name": parts["gpu"]}
+        if parts["gpu"]
         else {"phrase": "gpu.none"},
     },
 }
