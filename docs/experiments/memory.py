@@ -76,6 +76,12 @@
 # The code is `snippets/activation_memory.py`:
 
 # %%
+import os
+import platform
+import random
+import statistics
+import time
+
 import matplotlib.pyplot as plt
 import torch
 from IPython.display import display
@@ -87,16 +93,6 @@ from snippets.activation_memory import (
     peak_step_memory,
     saved_for_backward,
     total_bytes,
-)
-from snippets.norm_speed import (
-    FASTER,
-    SLOWER,
-    UNRESOLVED,
-    compare,
-    interleaved_times,
-    machine,
-    machine_parts,
-    ratio_spread,
 )
 from snippets.resnorm import GPT, GPTConfig, Stack
 
@@ -323,15 +319,49 @@ else:
 # layer with formulas; here the same GPT is built both ways and measured: the
 # parameters they add, the bytes a training step keeps for the backward pass, and the
 # wall-clock time of a training step (forward and backward) on the CPU that built this
-# page. The two steps are timed as [Making norms fast](../norm_speed/) times
-# norms, with its code (`snippets/norm_speed.py`): 31 interleaved rounds (a round times
-# each once, in a shuffled order, so background load falls on both alike), the median
-# ratio with the range from the quartiles, and a difference called only when the two
-# interquartile ranges do not overlap, that is when the ratio's range excludes 1.
+# page. The two steps are timed by the rule of [Making norms fast](../norm_speed/): 31
+# interleaved rounds (a round times each once, in a shuffled order, so background load
+# falls on both alike), the median ratio with the range from the quartiles, and a
+# difference called only when the two interquartile ranges do not overlap, that is when
+# the ratio's range excludes 1.
 
 
 # %% tags=["collapse"]
+# The timing rule of snippets/norm_speed.py (interleaved_times, ratio_spread, compare), in
+# brief: that module cannot be imported here beside resnorm.py, as both define NORMS.
 ROUNDS = 31  # interleaved rounds per timing: each round times every step once
+
+
+def interleaved_seconds(calls, rounds=ROUNDS, seed=0):
+    """{name: [seconds of one call, one per round]}; each round runs every call once."""
+    rng, order = random.Random(seed), list(calls)
+    samples = {name: [] for name in calls}
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for name in order:
+            start = time.perf_counter()
+            calls[name]()
+            samples[name].append(time.perf_counter() - start)
+    return samples
+
+
+def ratio_and_verdict(numerator, denominator):
+    """The median ratio with its range from the far quartiles, and the verdict: "slower" or
+    "faster" when the interquartile ranges do not overlap, else "unresolved"."""
+    q1n, mn, q3n = statistics.quantiles(numerator, n=4, method="inclusive")
+    q1d, md, q3d = statistics.quantiles(denominator, n=4, method="inclusive")
+    verdict = "slower" if q1n > q3d else "faster" if q3n < q1d else "unresolved"
+    return (mn / md, q1n / q3d, q3n / q1d), verdict
+
+
+def cpu_name():
+    """The CPU model from Linux's /proc/cpuinfo; elsewhere what platform knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+    except OSError:
+        names = []
+    return names[0] if names else platform.processor() or platform.machine()
 
 
 def timed_step(placement, norm):
@@ -353,13 +383,14 @@ for n in NORM_KINDS:
     (pre, pre_step), (sandwich, sandwich_step) = (timed_step(p, n) for p in ("pre", "sandwich"))
     extra = sum(q.numel() for q in sandwich.parameters()) - sum(q.numel() for q in pre.parameters())
     saved = gpt_step("sandwich", n)[0] / gpt[("pre", n)][0]
-    times = interleaved_times({"pre": pre_step, "sandwich": sandwich_step}, repeats=ROUNDS)
-    ratio = ratio_spread(times["sandwich"], times["pre"])
-    verdict = compare(times["sandwich"], times["pre"])
+    times = interleaved_seconds({"pre": pre_step, "sandwich": sandwich_step})
+    ratio, verdict = ratio_and_verdict(times["sandwich"], times["pre"])
     peri[n] = dict(extra=extra // pre.config.n_layer, saved=saved, time=ratio, verdict=verdict)
-    shown = f"{ratio.median:.2f}x ({ratio.low:.2f}-{ratio.high:.2f}), {verdict}"
+    shown = "{:.2f}x ({:.2f}-{:.2f}), {}".format(*ratio, verdict)
     print(f"{n:>10} {extra // pre.config.n_layer:>21} {saved:>22.3f} {shown:>44}")
-print(f"width d = 128: 2d = {2 * 128}, 4d = {4 * 128}; timed on {machine()}")
+CPU = cpu_name()
+print(f"width d = 128: 2d = {2 * 128}, 4d = {4 * 128}; timed on {CPU}, "
+      f"{torch.get_num_threads()} torch thread(s)")  # fmt: skip
 
 # %% [markdown]
 # At inference nothing is kept for a backward pass, in either placement:
@@ -427,8 +458,6 @@ print(
 
 # %% tags=["publish"]
 mid = SIZES[1]
-COST_PHRASE = {FASTER: "cost.faster", SLOWER: "cost.slower", UNRESOLVED: "cost.unresolved"}
-parts = machine_parts()
 results = {
     "saved_ratio_pre_post_layernorm": f"{ratios[('layernorm', mid)]:.3f}",
     "saved_ratio_pre_post_rmsnorm": f"{ratios[('rmsnorm', mid)]:.3f}",
@@ -445,17 +474,18 @@ results = {
             ("params_per_layer", str(c["extra"])),
             ("saved_ratio", f"{c['saved']:.3f}"),
             ("time_ratio", "{:.2f}× ({:.2f}–{:.2f})".format(*c["time"])),
-            ("time_verdict", {"phrase": COST_PHRASE[c["verdict"]]}),
+            ("time_verdict", {"phrase": f"cost.{c['verdict']}"}),
         )
     },
+    "peri_repeats": {"phrase": "repeats", "rounds": str(ROUNDS)},
     "peri_machine": {
         "phrase": "machine",
-        "cpu": parts["cpu"],
-        "cores": str(parts["cores"] or "?"),
-        "threads": str(parts["threads"]),
-        "torch": parts["torch"],
-        "gpu": {"phrase": "gpu.named", "name": parts["gpu"]}
-        if parts["gpu"]
+        "cpu": CPU,
+        "cores": str(os.cpu_count() or "?"),
+        "threads": str(torch.get_num_threads()),
+        "torch": torch.__version__,
+        "gpu": {"phrase": "gpu.named", "name": torch.cuda.get_device_name()}
+        if torch.cuda.is_available()
         else {"phrase": "gpu.none"},
     },
 }
