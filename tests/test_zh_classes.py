@@ -26,9 +26,10 @@ are masked here too) and fails on any instance, so a new page is held to the sam
 - **No space before a full-width quotation mark** (「DyT “大多……”」 is 「DyT“大多……”」): a
   space or tab between a character and “ ” ‘ ’.
 - **Places in a source listed with 、.** A list of places in one source (「§3.1、§5.4」
-  「摘要、§5」「§5.1、图 4、表 2」) is separated by the enumeration comma 、, as Chinese lists
-  items of one kind; 「§3.1，§5.4」 reads as two clauses. The comma stays between different
-  kinds of item (「arXiv 1706.03762，§3.1」).
+  「摘要、§5」「§5.1、图 4、表 2」「§3.2（预热）、§3.3」) is separated by the enumeration comma
+  、, as Chinese lists items of one kind, a gloss in parentheses or not; 「§3.1，§5.4」
+  reads as two clauses. The comma stays between different kinds of item
+  (「arXiv 1706.03762，§3.1」).
 - **et al. and 等人 not mixed.** A page's prose, outside its list of sources (the
   ``{ #sources }`` section, whose entries are bibliographic), uses 等人 if it uses either;
   a page whose prose has both fails. The bibliography (``docs/reference/references.zh.md``)
@@ -182,8 +183,10 @@ def spaced_quotes(text: str) -> list[tuple[int, str]]:
 
 # --- places in a source -------------------------------------------------------------------
 
-PLACE = r"(?:§\d[\d.–-]*|摘要|[表图] [\dA-Z][\d.]*|附录 [A-Z][\d.]*)"
-PLACES_WITH_COMMAS = re.compile(PLACE + r"(?:，" + PLACE + r")+")
+PLACE = r"(?:§\d[\d.–-]*|摘要|[表图] [\dA-Z][\d.–-]*|附录 [A-Z][\d.]*)"
+# a place may carry a gloss in parentheses (「§3.2（预热，用 Adam）」), one level nested
+GLOSS = r"(?:（[^（）\n]*(?:（[^（）\n]*）[^（）\n]*)*）)?"
+PLACES_WITH_COMMAS = re.compile(PLACE + GLOSS + r"(?:，" + PLACE + GLOSS + r")+")
 
 
 def place_lists(text: str) -> list[tuple[int, str]]:
@@ -259,6 +262,7 @@ def test_no_instance_of_the_class(kind: str, page: Path):
         ("space-before-quote", "DyT “大多”如此。", "DyT“大多”如此。\n“开头”不算。"),
         ("place-list", "见 arXiv 1706.03762，§3.1，§5.4。", "见 arXiv 1706.03762，§3.1、§5.4。"),
         ("place-list", "摘要，§5（表 4，图 6）。", "摘要、§5（表 4、图 6），共 3 层。"),
+        ("place-list", "§3.2（预热，用 Adam），§3.3。", "§3.2（预热，用 Adam）、§3.3。"),
         (
             "et-al",
             "Henry et al. 提出，Chowdhery 等人沿用。",

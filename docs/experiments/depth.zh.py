@@ -151,7 +151,7 @@
 #
 # ## 参考来源 { #sources }
 #
-# - Xiong et al. 2020，arXiv 2002.04745：§3.2（预热），§3.3（引理 2），§4。
+# - Xiong et al. 2020，arXiv 2002.04745：§3.2（预热）、§3.3（引理 2）、§4。
 # - Kim et al. 2025（Peri-LN），arXiv 2502.02732；Ding et al. 2021（CogView, Sandwich-LN），arXiv 2105.13290，代码见 THUDM/CogView `mpu/sparse_transformer.py`。
 # - Sun et al. 2025，*The Curse of Depth in Large Language Models*，arXiv 2502.05795。
 # - Wang et al. 2022（DeepNet），arXiv 2203.00555，$\alpha$ 和 $\beta$ 见图 2(b)。

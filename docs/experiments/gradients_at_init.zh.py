@@ -137,7 +137,7 @@
 #
 # ## 参考来源 { #sources }
 #
-# - Xiong et al. 2020，*On Layer Normalization in the Transformer Architecture*，arXiv 2002.04745：§3.3（引理 2、引理 3、定理 1），§3.4（图 3）。
+# - Xiong et al. 2020，*On Layer Normalization in the Transformer Architecture*，arXiv 2002.04745：§3.3（引理 2、引理 3、定理 1）、§3.4（图 3）。
 # - Liu et al. 2020（Admin），arXiv 2004.08249，§3（Post-LN 解码器中的梯度消失）。
 # - Takase et al. 2023，*On Layer Normalizations and Residual Connections in Transformers*，arXiv 2206.00330。
 # - Li, Yin, Liu 2024（Mix-LN），arXiv 2412.13795。

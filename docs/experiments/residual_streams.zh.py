@@ -191,9 +191,9 @@
 #
 # - Zhu et al. 2024（ICLR 2025），*Hyper-Connections*，arXiv 2409.19606：§2.3 与式 (14)（与 Pre-Norm 等价的初始化）。
 # - Xie et al. 2025，*mHC: Manifold-Constrained Hyper-Connections*，arXiv 2512.24880
-# （v2）：§3.1 及图 2、图 3（HC 的不稳定性，Amax Gain Magnitude），§4.1（双随机矩阵：谱范数至多为
-#   1，对乘法封闭），§4.2（Sinkhorn-Knopp，20 次迭代），§5.4（约 1.6 对比接近 3000），表 5（270 亿参数模型）。
-# - Kimi Team 2026，*Attention Residuals*，arXiv 2603.15031：摘要、§1、§3.1（全量注意力残差），§5（伪查询向量初始化为零）。
+# （v2）：§3.1 及图 2、图 3（HC 的不稳定性，Amax Gain Magnitude）、§4.1（双随机矩阵：谱范数至多为
+#   1，对乘法封闭）、§4.2（Sinkhorn-Knopp，20 次迭代）、§5.4（约 1.6 对比接近 3000）、表 5（270 亿参数模型）。
+# - Kimi Team 2026，*Attention Residuals*，arXiv 2603.15031：摘要、§1、§3.1（全量注意力残差）、§5（伪查询向量初始化为零）。
 # - Pagliardini et al. 2024，*DenseFormer*，arXiv 2402.02622；代码见 epfml/DenseFormer，提交
 #   `c99a623`，`denseformer/denseformer.py`。
 # - Xiong et al. 2020，arXiv 2002.04745：§3.3，引理 2 与定理 1。

@@ -175,10 +175,10 @@
 #
 # ## 参考来源 { #sources }
 #
-# - Xiong 等人，2020，*On Layer Normalization in the Transformer Architecture*，[arXiv 2002.04745](https://arxiv.org/abs/2002.04745)：§3.2（预热研究，分别用 Adam 和 SGD），§3.3（定理 1），§3.4（梯度尺度作为需要预热的原因之一），§4（不用预热的 Pre-LN，BERT，RAdam）。
+# - Xiong 等人，2020，*On Layer Normalization in the Transformer Architecture*，[arXiv 2002.04745](https://arxiv.org/abs/2002.04745)：§3.2（预热研究，分别用 Adam 和 SGD）、§3.3（定理 1）、§3.4（梯度尺度作为需要预热的原因之一）、§4（不用预热的 Pre-LN，BERT，RAdam）。
 # - Vaswani 等人，2017，[arXiv 1706.03762](https://arxiv.org/abs/1706.03762)，§5.3（Adam
 #   β =（0.9, 0.98），先预热，再按平方根倒数衰减）。
-# - Liu 等人，2019（RAdam），*On the Variance of the Adaptive Learning Rate and Beyond*，[arXiv 1908.03265](https://arxiv.org/abs/1908.03265)：§3（自适应学习率的方差），§3.1（Adam-2k），§4.2（校正项，算法 2）。
+# - Liu 等人，2019（RAdam），*On the Variance of the Adaptive Learning Rate and Beyond*，[arXiv 1908.03265](https://arxiv.org/abs/1908.03265)：§3（自适应学习率的方差）、§3.1（Adam-2k）、§4.2（校正项，算法 2）。
 # - Kingma 和 Ba，2014（Adam），[arXiv 1412.6980](https://arxiv.org/abs/1412.6980)，§2.1（步长不随梯度的尺度变化）。
 # - Glorot 和 Bengio，2010，*Understanding the difficulty of training deep feedforward neural
 #   networks*（Xavier 初始化）。
